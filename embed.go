@@ -1,0 +1,11 @@
+// Package pglease carries the project's source files (templates, control
+// file, RPM spec, regression and isolation suites) into the pglease-gen
+// binary, so that it renders and tests the extension from any directory.
+package pglease
+
+import "embed"
+
+// Files holds the templates and test suites, rooted at the repository's top.
+//
+//go:embed templates control
+var Files embed.FS

@@ -1,0 +1,140 @@
+// Package render turns the templates and the model into the extension's
+// files. Rendering is pure: it returns the files as a map and writes nothing;
+// Write and Diff are the separate steps that touch a directory.
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+// Files maps a path relative to the output directory to its contents.
+type Files map[string][]byte
+
+// Names returns the paths in sorted order.
+func (f Files) Names() []string {
+	names := make([]string, 0, len(f))
+	for n := range f {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// output pairs a template in the source tree with the file it renders.
+type output struct {
+	template string
+	name     func(model.Extension) string
+}
+
+var outputs = []output{
+	{"templates/pg_lease.sql.tmpl", model.Extension.ScriptFile},
+	{"control/pg_lease.control.tmpl", model.Extension.ControlFile},
+	{"templates/pglease.mk.tmpl", func(model.Extension) string { return "pglease.mk" }},
+}
+
+// data is what every template sees.
+type data struct {
+	Ext    model.Extension
+	Source string // the template's path, for the "rendered from" header
+}
+
+// FuncMap is sprig's hermetic functions (no clock, randomness or
+// environment) plus the project's own helpers.
+func FuncMap() template.FuncMap {
+	fm := sprig.HermeticTxtFuncMap()
+	fm["quoteLiteral"] = QuoteLiteral
+	return fm
+}
+
+// QuoteLiteral quotes s as an SQL string literal, as quote_literal() does
+// for strings without backslashes. Strings with backslashes are refused,
+// since their meaning depends on standard_conforming_strings.
+func QuoteLiteral(s string) (string, error) {
+	if strings.Contains(s, `\`) {
+		return "", fmt.Errorf("quoteLiteral: %q contains a backslash", s)
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'", nil
+}
+
+// Extension renders the install script, the control file and the make
+// fragment for ext from the templates in src.
+func Extension(ext model.Extension, src fs.FS) (Files, error) {
+	files := Files{}
+	for _, o := range outputs {
+		b, err := Template(src, o.template, data{Ext: ext, Source: o.template})
+		if err != nil {
+			return nil, err
+		}
+		files[o.name(ext)] = b
+	}
+	return files, nil
+}
+
+// Template renders one template file from src with the given data.
+func Template(src fs.FS, path string, d any) ([]byte, error) {
+	text, err := fs.ReadFile(src, path)
+	if err != nil {
+		return nil, fmt.Errorf("read template: %w", err)
+	}
+	t, err := template.New(path).Option("missingkey=error").Funcs(FuncMap()).Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("parse template %s: %w", path, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render template %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Write writes files below dir in sorted order, creating directories as
+// needed. Each file is written to a temporary name and renamed into place,
+// so a reader never sees a half-written file.
+func Write(dir string, files Files) error {
+	for _, name := range files.Names() {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, files[name], 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Diff compares files with what dir holds and returns the names of those
+// that are missing or differ, sorted.
+func Diff(dir string, files Files) ([]string, error) {
+	var stale []string
+	for _, name := range files.Names() {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if errors.Is(err, fs.ErrNotExist) {
+			stale = append(stale, name)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("diff: %w", err)
+		}
+		if !bytes.Equal(got, files[name]) {
+			stale = append(stale, name)
+		}
+	}
+	return stale, nil
+}
