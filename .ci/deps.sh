@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs on Debian 12, idempotently: PostgreSQL 15
+# (server, client, pg_regress and pg_isolation_regress) and Go's module cache.
+set -euo pipefail
+
+need=()
+for pkg in postgresql-15 postgresql-client-15 make; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing ${need[*]}: run as root, or apt-get install ${need[*]}" >&2
+    exit 1
+  fi
+  echo "deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # The server package's own cluster is not needed: tests start their own.
+  mkdir -p /etc/postgresql-common
+  grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf ||
+    echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+command -v go >/dev/null || { echo "deps: go is not on PATH (expected /usr/local/go/bin)" >&2; exit 1; }
+go mod download

@@ -1,0 +1,72 @@
+# pg_lease: a PGXS Makefile for extension users, plus the project's own
+# targets (render, test, golden files).
+#
+#   make                      render the extension into build/
+#   make install              install it into the PostgreSQL that pg_config names
+#   make installcheck         run the regress and isolation suites against a
+#                             running server (PGHOST, PGPORT, PGUSER as usual)
+#   make test                 everything CI runs: Go tests, then both suites
+#                             against a throwaway server this target starts
+#   make results              copy the last suite results over the expected
+#                             files, for a human to review with git diff
+
+GO ?= go
+PG_CONFIG ?= pg_config
+BUILD := build
+RESULTS := $(BUILD)/results
+.DEFAULT_GOAL := all
+
+# The facts (name, version, supported majors) come from the model in Go,
+# rendered into build/pglease.mk; nothing here states them again.
+include $(BUILD)/pglease.mk
+
+$(BUILD)/pglease.mk: $(shell find templates control internal cmd -type f 2>/dev/null) embed.go go.mod
+	$(GO) run ./cmd/pglease-gen render --out $(BUILD)
+
+DATA = $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL)
+MODULEDIR = extension
+REGRESS = $(sort $(basename $(notdir $(wildcard regress/sql/*.sql))))
+REGRESS_OPTS = --inputdir=regress --outputdir=$(RESULTS)/regress
+ISOLATION = $(sort $(basename $(notdir $(wildcard isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=isolation --outputdir=$(RESULTS)/isolation
+NO_LOCALE = 1
+EXTRA_CLEAN = $(BUILD) dist
+
+PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
+ifeq ($(PG_VERSION),)
+$(error cannot run $(PG_CONFIG): install PostgreSQL's server development files or set PG_CONFIG=/path/to/pg_config)
+endif
+PG_MAJOR := $(firstword $(subst ., ,$(word 2,$(PG_VERSION))))
+# (checked once build/pglease.mk exists; make re-reads this file after making it)
+ifdef PG_MIN_MAJOR
+ifneq ($(shell test "$(PG_MAJOR)" -ge "$(PG_MIN_MAJOR)" 2>/dev/null && echo ok),ok)
+$(error $(EXT_NAME) needs PostgreSQL $(PG_MIN_MAJOR) or newer; $(PG_CONFIG) is "$(PG_VERSION)")
+endif
+endif
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+all: $(DATA)
+$(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
+
+.PHONY: test deps go-test suites results
+
+# Installs what the tests need (idempotent), then runs them.
+test: deps go-test suites
+
+deps:
+	bash .ci/deps.sh
+
+go-test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+suites:
+	$(GO) run ./cmd/pglease-gen test --local --pg-config $(PG_CONFIG) --results $(RESULTS)
+
+results:
+	@test -d $(RESULTS)/regress/results || { echo "no results in $(RESULTS): run make suites or make installcheck first" >&2; exit 1; }
+	cp $(RESULTS)/regress/results/*.out regress/expected/
+	@if [ -d $(RESULTS)/isolation/results ]; then cp $(RESULTS)/isolation/results/*.out isolation/expected/; fi
+	@echo "copied; review with: git diff regress/expected isolation/expected"

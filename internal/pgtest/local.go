@@ -1,0 +1,171 @@
+// Package pgtest starts throwaway PostgreSQL servers for the test suites and
+// for Go tests: from a local installation found through pg_config, on a unix
+// socket in a private temporary directory, removed when stopped.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Install describes a local PostgreSQL installation.
+type Install struct {
+	PgConfig string
+	BinDir   string
+	ShareDir string
+	PGXS     string // path of pgxs.mk
+	Major    int
+}
+
+// ExtensionDir is where CREATE EXTENSION looks for control and script files.
+func (i Install) ExtensionDir() string { return filepath.Join(i.ShareDir, "extension") }
+
+// PgRegress is the path of pg_regress shipped with the installation.
+func (i Install) PgRegress() string {
+	return filepath.Join(filepath.Dir(i.PGXS), "..", "test", "regress", "pg_regress")
+}
+
+// PgIsolationRegress is the path of pg_isolation_regress; isolationtester
+// sits beside it.
+func (i Install) PgIsolationRegress() string {
+	return filepath.Join(filepath.Dir(i.PGXS), "..", "test", "isolation", "pg_isolation_regress")
+}
+
+// FindInstall asks pg_config (a path, or a name looked up on PATH) where the
+// installation is.
+func FindInstall(ctx context.Context, pgConfig string) (Install, error) {
+	if pgConfig == "" {
+		pgConfig = "pg_config"
+	}
+	path, err := exec.LookPath(pgConfig)
+	if err != nil {
+		return Install{}, fmt.Errorf("find pg_config: %w: install PostgreSQL (on Debian: apt-get install postgresql-15) or pass --pg-config", err)
+	}
+	out, err := exec.CommandContext(ctx, path, "--bindir", "--sharedir", "--pgxs", "--version").Output()
+	if err != nil {
+		return Install{}, fmt.Errorf("run %s: %w", path, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 4 {
+		return Install{}, fmt.Errorf("run %s: unexpected output %q", path, out)
+	}
+	major, err := ParseMajor(lines[3])
+	if err != nil {
+		return Install{}, fmt.Errorf("run %s: %w", path, err)
+	}
+	return Install{PgConfig: path, BinDir: lines[0], ShareDir: lines[1], PGXS: lines[2], Major: major}, nil
+}
+
+// ParseMajor reads the major version from "PostgreSQL 15.18 (Debian ...)".
+func ParseMajor(version string) (int, error) {
+	f := strings.Fields(version)
+	if len(f) < 2 || f[0] != "PostgreSQL" {
+		return 0, fmt.Errorf("cannot read a PostgreSQL version from %q", version)
+	}
+	num := f[1]
+	if i := strings.IndexFunc(num, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		num = num[:i]
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read a PostgreSQL version from %q", version)
+	}
+	return n, nil
+}
+
+// Server is a running throwaway server.
+type Server struct {
+	Install Install
+	Dir     string // holds the data directory, the socket and the log
+	Port    int
+	User    string // the bootstrap superuser
+	cred    *syscall.Credential
+}
+
+// Socket is the directory holding the server's unix socket (libpq's host).
+func (s *Server) Socket() string { return s.Dir }
+
+// DSN is a libpq connection string for database db as the superuser.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", s.Dir, s.Port, s.User, db)
+}
+
+// Start initialises a cluster in a new directory under parent (os.TempDir()
+// when empty) and starts it listening only on a unix socket. As root, the
+// server runs as the "postgres" user, since PostgreSQL refuses to run as root.
+func Start(ctx context.Context, inst Install, parent string) (*Server, error) {
+	dir, err := os.MkdirTemp(parent, "pglease-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	s := &Server{Install: inst, Dir: dir, Port: 5432, User: "postgres"}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("start server as root: %w: create a postgres user or run as a normal user", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("start server: %w", err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := s.run(ctx, "initdb", "-D", data, "-U", s.User, "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
+		s.remove()
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	opts := fmt.Sprintf("-c listen_addresses='' -k %s -p %d -c fsync=off -c max_connections=50", dir, s.Port)
+	if out, err := s.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		s.remove()
+		return nil, fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, log)
+	}
+	return s, nil
+}
+
+// Stop stops the server immediately and removes its directory.
+func (s *Server) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := s.run(ctx, "pg_ctl", "-D", filepath.Join(s.Dir, "data"), "-m", "immediate", "-w", "stop")
+	rmErr := s.remove()
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
+	}
+	return rmErr
+}
+
+func (s *Server) remove() error { return os.RemoveAll(s.Dir) }
+
+// Log returns the server log so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+	return string(b)
+}
+
+func (s *Server) run(ctx context.Context, prog string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.Install.BinDir, prog), args...)
+	cmd.Dir = s.Dir
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out, fmt.Errorf("%s exited with %d", prog, ee.ExitCode())
+	}
+	return out, err
+}
