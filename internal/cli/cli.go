@@ -68,7 +68,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newRender(), newBuild(), newTest(), newVersion())
 	return root
 }

@@ -108,11 +108,7 @@ func Write(dir string, files Files) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, files[name], 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := writeAtomic(path, files[name]); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 	}
@@ -137,4 +133,24 @@ func Diff(dir string, files Files) ([]string, error) {
 		}
 	}
 	return stale, nil
+}
+
+// writeAtomic writes b to a temporary file beside path and renames it into
+// place, with mode 0644.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }

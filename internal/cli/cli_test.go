@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRenderWritesWhatRenderReturns(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := run(t, "render", "--out", dir)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want, err := render.Extension(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range want.Names() {
+		got, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil || !bytes.Equal(got, want[n]) {
+			t.Errorf("%s: not what render returns (%v)", n, err)
+		}
+		if !strings.Contains(out, n) {
+			t.Errorf("output does not name %s:\n%s", n, out)
+		}
+	}
+	if code, _, errs := run(t, "render", "--out", dir, "--check"); code != ExitOK {
+		t.Errorf("--check on fresh output: exit %d: %s", code, errs)
+	}
+}
+
+func TestRenderCheckFindsStaleFile(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := run(t, "render", "--out", dir); code != ExitOK {
+		t.Fatal(errs)
+	}
+	script := filepath.Join(dir, model.PgLease.ScriptFile())
+	if err := os.WriteFile(script, []byte("-- edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "render", "--out", dir, "--check")
+	if code != ExitFailure || !strings.Contains(errs, "stale: "+model.PgLease.ScriptFile()) {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the stale script", code, errs)
+	}
+	if b, _ := os.ReadFile(script); string(b) != "-- edited by hand\n" {
+		t.Error("--check changed the file")
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"render", "extra-arg"},
+		{"render", "--no-such-flag"},
+		{"no-such-command"},
+		{"test"},
+	} {
+		code, out, errs := run(t, args...)
+		if code != ExitUsage || errs == "" || !strings.HasPrefix(errs, "pglease-gen: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 with an error", args, code, out, errs)
+		}
+	}
+	if _, _, errs := run(t, "test"); !strings.Contains(errs, "--local") {
+		t.Errorf("test without a target does not say what to pass: %q", errs)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != ExitOK || !strings.Contains(out, "pg_lease 0.1.0 for PostgreSQL 14,15,16,17,18") {
+		t.Errorf("exit %d, %q", code, out)
+	}
+}
+
+// TestTestLocal runs the whole suite in-process against a throwaway server
+// from the local PostgreSQL (make test installs it).
+func TestTestLocal(t *testing.T) {
+	results := t.TempDir()
+	code, out, errs := run(t, "test", "--local", "--results", results)
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"regress   7 passed, 0 failed", "isolation 6 passed, 0 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/suite"
+)
+
+// localServer starts a throwaway server from the local installation with
+// the rendered extension installed. These tests need PostgreSQL installed
+// (make test installs it); they fail rather than skip without it.
+func localServer(t *testing.T) *Server {
+	t.Helper()
+	ctx := context.Background()
+	inst, err := FindInstall(ctx, "")
+	if err != nil {
+		t.Fatalf("%v (make deps installs PostgreSQL)", err)
+	}
+	if err := InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Start(ctx, inst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
+}
+
+// TestRenderedScriptOnRealServer installs the rendered extension with
+// CREATE EXTENSION through pgx and makes one call of each function.
+func TestRenderedScriptOnRealServer(t *testing.T) {
+	srv := localServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION "+model.PgLease.Name); err != nil {
+		t.Fatalf("CREATE EXTENSION: %v", err)
+	}
+	var version string
+	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = $1", model.PgLease.Name).Scan(&version); err != nil || version != model.PgLease.Version {
+		t.Fatalf("extversion = %q, %v; want %s", version, err, model.PgLease.Version)
+	}
+	var acquired bool
+	var epoch int64
+	if err := conn.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire('go', 'test', interval '1 minute')").Scan(&acquired, &epoch); err != nil || !acquired || epoch != 1 {
+		t.Fatalf("acquire = %v, %d, %v", acquired, epoch, err)
+	}
+	var status string
+	if err := conn.QueryRow(ctx, "SELECT status FROM lease.renew('go', 'test', 1, interval '1 minute')").Scan(&status); err != nil || status != "ok" {
+		t.Fatalf("renew = %q, %v", status, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT lease.release('go', 'test', 1)").Scan(&status); err != nil || status != "ok" {
+		t.Fatalf("release = %q, %v", status, err)
+	}
+	var held bool
+	if err := conn.QueryRow(ctx, "SELECT held, epoch FROM lease.inspect('go')").Scan(&held, &epoch); err != nil || held || epoch != 2 {
+		t.Fatalf("inspect = %v, %d, %v", held, epoch, err)
+	}
+	_, err = conn.Exec(ctx, "SELECT lease.acquire('', 'test', interval '1 minute')")
+	var pgErr interface{ SQLState() string }
+	if !errors.As(err, &pgErr) || pgErr.SQLState() != "22023" {
+		t.Fatalf("acquire with an empty name: %v; want SQLSTATE 22023", err)
+	}
+}
+
+// copyFS copies src into a MapFS that a test can change.
+func copyFS(t *testing.T, src fs.FS) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRunLocalReportsBrokenExpected changes one expected line and expects
+// the run to fail, name the test, and show the line in the diffs.
+func TestRunLocalReportsBrokenExpected(t *testing.T) {
+	src := copyFS(t, pglease.Files)
+	f := src["regress/expected/api.out"]
+	broken := bytes.Replace(f.Data, []byte(" not_owner\n"), []byte(" deliberately_wrong\n"), 1)
+	if bytes.Equal(broken, f.Data) {
+		t.Fatal("regress/expected/api.out has no line to break")
+	}
+	f.Data = broken
+	var out bytes.Buffer
+	res, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: src, Results: t.TempDir()}, &out)
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("RunLocal = %v; want ErrFailed\n%s", err, out.String())
+	}
+	var failed []string
+	for _, c := range res.Cases {
+		if !c.Passed {
+			failed = append(failed, string(c.Kind)+"/"+c.Name)
+		}
+	}
+	if len(failed) != 1 || failed[0] != "regress/api" {
+		t.Errorf("failed tests = %v; want [regress/api]", failed)
+	}
+	if !strings.Contains(res.Diffs[suite.Regress], "- deliberately_wrong") {
+		t.Errorf("regress diffs do not show the broken line:\n%s", res.Diffs[suite.Regress])
+	}
+	if !strings.Contains(out.String(), "deliberately_wrong") {
+		t.Errorf("the report does not show the diff:\n%s", out.String())
+	}
+}
+
+func TestParseMajor(t *testing.T) {
+	for in, want := range map[string]int{
+		"PostgreSQL 15.18 (Debian 15.18-0+deb12u1)": 15,
+		"PostgreSQL 18beta1":                        18,
+		"PostgreSQL 14.2":                           14,
+	} {
+		if got, err := ParseMajor(in); err != nil || got != want {
+			t.Errorf("ParseMajor(%q) = %d, %v", in, got, err)
+		}
+	}
+	if _, err := ParseMajor("psql 15"); err == nil {
+		t.Error("ParseMajor accepted psql 15")
+	}
+}
+

@@ -1,0 +1,78 @@
+package render_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// TestGolden compares every rendered file, whole, with its golden copy in
+// testdata/golden. Run with -update after an intended change and review
+// the diff.
+func TestGolden(t *testing.T) {
+	files, err := render.Extension(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "golden")
+	if *update {
+		if err := render.Write(dir, files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range files.Names() {
+		want, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%v (run go test ./internal/render -update to create it)", err)
+		}
+		if string(want) != string(files[name]) {
+			t.Errorf("%s differs from testdata/golden/%s; if the change is intended, run go test ./internal/render -update and review the diff", name, name)
+		}
+	}
+	if stale, err := render.Diff(dir, files); err != nil || len(stale) > 0 {
+		t.Errorf("Diff reports %v, %v for the golden directory", stale, err)
+	}
+}
+
+// TestDeterministic renders twice and expects identical bytes.
+func TestDeterministic(t *testing.T) {
+	a, err := render.Extension(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := render.Extension(model.PgLease, pglease.Files)
+	for _, n := range a.Names() {
+		if string(a[n]) != string(b[n]) {
+			t.Errorf("%s renders differently on a second run", n)
+		}
+	}
+}
+
+func TestQuoteLiteral(t *testing.T) {
+	got, err := render.QuoteLiteral("it's")
+	if err != nil || got != "'it''s'" {
+		t.Errorf("QuoteLiteral(it's) = %q, %v", got, err)
+	}
+	if _, err := render.QuoteLiteral(`a\b`); err == nil {
+		t.Error("QuoteLiteral accepted a backslash")
+	}
+}
+
+func TestDiffFindsStaleAndMissing(t *testing.T) {
+	dir := t.TempDir()
+	files := render.Files{"a": []byte("1"), "b": []byte("2")}
+	if err := render.Write(dir, render.Files{"a": []byte("changed")}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := render.Diff(dir, files)
+	if err != nil || len(stale) != 2 || stale[0] != "a" || stale[1] != "b" {
+		t.Errorf("Diff = %v, %v; want [a b]", stale, err)
+	}
+}

@@ -1,0 +1,9 @@
+# Facts about pg_lease for the PGXS Makefile.
+# Rendered by pglease-gen from templates/pglease.mk.tmpl; edit the model, not this file.
+EXT_NAME = pg_lease
+EXTVERSION = 0.1.0
+EXTSCRIPT = pg_lease--0.1.0.sql
+EXTCONTROL = pg_lease.control
+PG_MIN_MAJOR = 14
+PG_MAX_MAJOR = 18
+PG_MAJORS = 14 15 16 17 18
