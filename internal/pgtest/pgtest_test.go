@@ -147,4 +147,3 @@ func TestParseMajor(t *testing.T) {
 		t.Error("ParseMajor accepted psql 15")
 	}
 }
-
