@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need=()
-for pkg in postgresql-15 postgresql-client-15 make; do
+for pkg in postgresql-15 postgresql-client-15 libpq-dev make; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
