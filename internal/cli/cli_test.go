@@ -93,7 +93,7 @@ func TestTestLocal(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"regress   7 passed, 0 failed", "isolation 6 passed, 0 failed"} {
+	for _, want := range []string{"regress:   7 passed, 0 failed", "isolation: 6 passed, 0 failed", "\nsuites: 13 passed, 0 failed\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

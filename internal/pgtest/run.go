@@ -142,8 +142,8 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 	if err != nil {
 		return res, err
 	}
-	suite.Report(w, res)
 	step("done")
+	suite.Report(w, res)
 	if !res.Passed() {
 		return res, ErrFailed
 	}

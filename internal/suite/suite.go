@@ -246,11 +246,13 @@ func Report(w io.Writer, r Result) {
 				f++
 			}
 		}
-		fmt.Fprintf(w, "%-9s %d passed, %d failed\n", k, p, f)
+		fmt.Fprintf(w, "%-10s %d passed, %d failed\n", string(k)+":", p, f)
 	}
 	for _, k := range Kinds {
 		if d, ok := r.Diffs[k]; ok {
 			fmt.Fprintf(w, "\n=== %s regression.diffs ===\n%s", k, d)
 		}
 	}
+	p, f := r.Counts()
+	fmt.Fprintf(w, "suites: %d passed, %d failed\n", p, f)
 }
