@@ -7,10 +7,10 @@ CREATE EXTENSION pg_lease;
 \set SHOW_CONTEXT never
 SET lease.poll_interval = '5ms';
 
-SELECT acquired, epoch FROM lease.acquire('b', 'holder', interval '300 milliseconds');
+SELECT acquired, epoch FROM lease.acquire('b', 'holder', interval '1 second');
 CREATE TEMP TABLE t0 AS SELECT clock_timestamp() AS t;
 SELECT acquired, epoch FROM lease.acquire('b', 'waiter', interval '1 minute', interval '30 seconds');
-SELECT clock_timestamp() - t >= interval '200 milliseconds' AS waited_for_expiry FROM t0;
+SELECT clock_timestamp() - t >= interval '500 milliseconds' AS waited_for_expiry FROM t0;
 SELECT held, owner, epoch FROM lease.inspect('b');
 
 -- the wait runs out: 57014, with a message that is not statement_timeout's
