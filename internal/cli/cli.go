@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -118,7 +119,7 @@ func (c *renderCmd) run(cmd *cobra.Command) error {
 		return err
 	}
 	for _, n := range files.Names() {
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", pathJoin(c.out, n), len(files[n]))
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", filepath.Join(c.out, n), len(files[n]))
 	}
 	return nil
 }
@@ -189,11 +190,4 @@ func newVersion() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func pathJoin(dir, name string) string {
-	if dir == "" || dir == "." {
-		return name
-	}
-	return dir + "/" + name
 }

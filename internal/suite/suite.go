@@ -132,8 +132,14 @@ func (r Result) Passed() bool {
 }
 
 // Counts returns how many tests passed and failed.
-func (r Result) Counts() (passed, failed int) {
+func (r Result) Counts() (passed, failed int) { return r.count("") }
+
+// count is Counts for the tests of one kind, or of all kinds when k is "".
+func (r Result) count(k Kind) (passed, failed int) {
 	for _, c := range r.Cases {
+		if k != "" && c.Kind != k {
+			continue
+		}
 		if c.Passed {
 			passed++
 		} else {
@@ -235,17 +241,7 @@ func ParseOutput(k Kind, out []byte) []Case {
 // suites, to w.
 func Report(w io.Writer, r Result) {
 	for _, k := range Kinds {
-		var p, f int
-		for _, c := range r.Cases {
-			if c.Kind != k {
-				continue
-			}
-			if c.Passed {
-				p++
-			} else {
-				f++
-			}
-		}
+		p, f := r.count(k)
 		fmt.Fprintf(w, "%-10s %d passed, %d failed\n", string(k)+":", p, f)
 	}
 	for _, k := range Kinds {
