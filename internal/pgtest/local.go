@@ -123,17 +123,29 @@ func Start(ctx context.Context, inst Install, parent string) (*Server, error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := s.run(ctx, "initdb", "-D", data, "-U", s.User, "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
+	if out, err := s.run(ctx, "initdb", InitdbArgs(data, s.User)...); err != nil {
 		s.remove()
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-c listen_addresses='' -k %s -p %d -c fsync=off -c max_connections=50", dir, s.Port)
-	if out, err := s.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
+	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(data, dir, s.Port, filepath.Join(dir, "server.log"))...); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 		s.remove()
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, log)
 	}
 	return s, nil
+}
+
+// InitdbArgs are initdb's arguments for a throwaway cluster in data whose
+// bootstrap superuser is user, trusted on the local socket.
+func InitdbArgs(data, user string) []string {
+	return []string{"-D", data, "-U", user, "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"}
+}
+
+// PgCtlStartArgs are pg_ctl's arguments to start the cluster in data
+// listening on no TCP address, only on a unix socket in socketDir.
+func PgCtlStartArgs(data, socketDir string, port int, logFile string) []string {
+	opts := fmt.Sprintf("-c listen_addresses='' -k %s -p %d -c fsync=off -c max_connections=50", socketDir, port)
+	return []string{"-D", data, "-o", opts, "-l", logFile, "-w", "-t", "60", "start"}
 }
 
 // Stop stops the server immediately and removes its directory.

@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,17 +31,19 @@ type LocalOptions struct {
 // hostExec runs the drivers on this machine.
 type hostExec struct{}
 
-func (hostExec) Run(ctx context.Context, argv []string) ([]byte, int, error) {
+func (hostExec) Run(ctx context.Context, argv []string) ([]byte, []byte, int, error) {
+	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	out, err := cmd.CombinedOutput()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return out, ee.ExitCode(), nil
+		return stdout.Bytes(), stderr.Bytes(), ee.ExitCode(), nil
 	}
 	if err != nil {
-		return out, -1, err
+		return stdout.Bytes(), stderr.Bytes(), -1, err
 	}
-	return out, 0, nil
+	return stdout.Bytes(), stderr.Bytes(), 0, nil
 }
 
 func (hostExec) ReadFile(_ context.Context, path string) ([]byte, error) { return os.ReadFile(path) }
@@ -93,11 +96,9 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 	if err := suite.Extract(o.Src, work); err != nil {
 		return suite.Result{}, err
 	}
-	tests := map[suite.Kind][]string{}
-	for _, k := range suite.Kinds {
-		if tests[k], err = suite.Tests(o.Src, k); err != nil {
-			return suite.Result{}, err
-		}
+	tests, err := suite.AllTests(o.Src)
+	if err != nil {
+		return suite.Result{}, err
 	}
 
 	srv, err := Start(ctx, inst, "")

@@ -22,9 +22,11 @@ import (
 
 // Executor runs a command and reads files where the drivers run.
 type Executor interface {
-	// Run runs argv and returns its combined output and exit code; err is
-	// for failures to run it at all.
-	Run(ctx context.Context, argv []string) (out []byte, code int, err error)
+	// Run runs argv and returns its standard output, its standard error and
+	// its exit code; err is for failures to run it at all. The two streams
+	// stay apart: the newer drivers write results to one and diagnostics
+	// to the other, and their buffering interleaves them mid-line.
+	Run(ctx context.Context, argv []string) (stdout, stderr []byte, code int, err error)
 	// ReadFile reads a file written by a driver; a missing file is an error
 	// wrapping fs.ErrNotExist.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
@@ -66,6 +68,18 @@ func Tests(src fs.FS, k Kind) ([]string, error) {
 	return names, nil
 }
 
+// AllTests lists the tests of both suites.
+func AllTests(src fs.FS) (map[Kind][]string, error) {
+	tests := map[Kind][]string{}
+	for _, k := range Kinds {
+		var err error
+		if tests[k], err = Tests(src, k); err != nil {
+			return nil, err
+		}
+	}
+	return tests, nil
+}
+
 // Extract copies the suites (regress/ and isolation/) from src into dir.
 func Extract(src fs.FS, dir string) error {
 	for _, k := range Kinds {
@@ -101,6 +115,8 @@ type Options struct {
 	Port               int
 	User               string
 	Tests              map[Kind][]string
+	// Starting, when set, is called as each suite starts.
+	Starting func(Kind)
 }
 
 // Case is the outcome of one test.
@@ -132,10 +148,10 @@ func (r Result) Passed() bool {
 }
 
 // Counts returns how many tests passed and failed.
-func (r Result) Counts() (passed, failed int) { return r.count("") }
+func (r Result) Counts() (passed, failed int) { return r.Count("") }
 
-// count is Counts for the tests of one kind, or of all kinds when k is "".
-func (r Result) count(k Kind) (passed, failed int) {
+// Count is Counts for the tests of one kind, or of all kinds when k is "".
+func (r Result) Count(k Kind) (passed, failed int) {
 	for _, c := range r.Cases {
 		if k != "" && c.Kind != k {
 			continue
@@ -163,6 +179,9 @@ func Run(ctx context.Context, ex Executor, o Options) (Result, error) {
 		if k == Isolation {
 			driver, db = o.PgIsolationRegress, "isolation_regression"
 		}
+		if o.Starting != nil {
+			o.Starting(k)
+		}
 		out := path.Join(o.OutputDir, string(k))
 		argv := []string{driver,
 			"--inputdir=" + path.Join(o.InputDir, string(k)),
@@ -175,12 +194,13 @@ func Run(ctx context.Context, ex Executor, o Options) (Result, error) {
 			"--no-locale",
 		}
 		argv = append(argv, tests...)
-		output, code, err := ex.Run(ctx, argv)
+		stdout, stderr, code, err := ex.Run(ctx, argv)
+		output := append(append([]byte{}, stdout...), stderr...)
 		if err != nil {
-			return res, fmt.Errorf("run %s: %w", path.Base(driver), err)
+			return res, fmt.Errorf("run %s: %w\n%s", path.Base(driver), err, output)
 		}
 		res.Output[k] = string(output)
-		cases := ParseOutput(k, output)
+		cases := ParseOutput(k, stdout)
 		res.Cases = append(res.Cases, markMissing(k, tests, cases)...)
 		if code != 0 {
 			diffs, err := ex.ReadFile(ctx, path.Join(out, "regression.diffs"))
@@ -241,7 +261,7 @@ func ParseOutput(k Kind, out []byte) []Case {
 // suites, to w.
 func Report(w io.Writer, r Result) {
 	for _, k := range Kinds {
-		p, f := r.count(k)
+		p, f := r.Count(k)
 		fmt.Fprintf(w, "%-10s %d passed, %d failed\n", string(k)+":", p, f)
 	}
 	for _, k := range Kinds {
@@ -251,4 +271,28 @@ func Report(w io.Writer, r Result) {
 	}
 	p, f := r.Counts()
 	fmt.Fprintf(w, "suites: %d passed, %d failed\n", p, f)
+}
+
+// SplitDiffs splits a regression.diffs file into the diff of each test,
+// keyed by test name (the results file's base name without .out).
+func SplitDiffs(diffs string) map[string]string {
+	out := map[string]string{}
+	var name string
+	var cur strings.Builder
+	flush := func() {
+		if name != "" {
+			out[name] += cur.String()
+		}
+		cur.Reset()
+	}
+	for _, line := range strings.SplitAfter(diffs, "\n") {
+		if strings.HasPrefix(line, "diff ") {
+			flush()
+			f := strings.Fields(line)
+			name = strings.TrimSuffix(path.Base(f[len(f)-1]), ".out")
+		}
+		cur.WriteString(line)
+	}
+	flush()
+	return out
 }

