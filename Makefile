@@ -5,8 +5,12 @@
 #   make install              install it into the PostgreSQL that pg_config names
 #   make installcheck         run the regress and isolation suites against a
 #                             running server (PGHOST, PGPORT, PGUSER as usual)
-#   make test                 everything CI runs: Go tests, then both suites
-#                             against a throwaway server this target starts
+#   make test                 everything CI runs: installs what is missing
+#                             (packages, Docker engine, local images), then the
+#                             Go tests, then both suites on PostgreSQL 14-18 in
+#                             Docker (pglease-gen test --pg all)
+#   make images               build the local stand-ins pglease/postgres:14..18
+#   make docker               install and start a Docker engine if none answers
 #   make results              copy the last suite results over the expected
 #                             files, for a human to review with git diff
 
@@ -34,8 +38,9 @@ EXTRA_CLEAN = $(BUILD) dist
 
 PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
-# `make test` and `make deps` install PostgreSQL first; everything else needs it now.
-ifneq ($(filter-out test deps,$(or $(MAKECMDGOALS),all)),)
+# `make test` and `make deps` install PostgreSQL first, the Docker targets do
+# not need it; everything else needs it now.
+ifneq ($(filter-out test deps docker images matrix,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -53,24 +58,39 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps go-test suites results
+.PHONY: test deps docker images go-test matrix suites results
+
+# The images `make test` runs the suites in: the local stand-ins, since this
+# machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
+# the official images.
+PGLEASE_IMAGE ?= pglease/postgres
+PG ?= all
 
 # Installs what the tests need (idempotent), then runs them.
-test: deps
-	$(MAKE) go-test suites
+test: deps images
+	$(MAKE) go-test matrix
 
 deps:
 	bash .ci/deps.sh
+
+docker:
+	bash .ci/docker.sh
+
+images: docker
+	$(GO) run ./cmd/pglease-gen images --pg $(PG)
 
 go-test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+matrix:
+	$(GO) run ./cmd/pglease-gen test --pg $(PG) --image $(PGLEASE_IMAGE) --results $(RESULTS) --junit $(BUILD)/junit.xml
+
 suites:
 	$(GO) run ./cmd/pglease-gen test --local --pg-config $(PG_CONFIG) --results $(RESULTS)
 
 results:
-	@test -d $(RESULTS)/regress/results || { echo "no results in $(RESULTS): run make suites or make installcheck first" >&2; exit 1; }
+	@test -d $(RESULTS)/regress/results || { echo "no results in $(RESULTS): run make suites or make installcheck first (for a major of make matrix: make results RESULTS=build/results/pg17)" >&2; exit 1; }
 	cp $(RESULTS)/regress/results/*.out regress/expected/
 	@if [ -d $(RESULTS)/isolation/results ]; then cp $(RESULTS)/isolation/results/*.out isolation/expected/; fi
 	@echo "copied; review with: git diff regress/expected isolation/expected"

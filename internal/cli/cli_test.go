@@ -99,3 +99,38 @@ func TestTestLocal(t *testing.T) {
 		}
 	}
 }
+
+func TestTestInDocker(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "junit.xml")
+	code, out, errs := run(t, "test", "--pg", "15", "--image", "pglease/postgres", "--results", dir, "--junit", report)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"pg15: regress (7 tests)", "pg15  ok     PostgreSQL 15.", "\n1 passed, 0 failed (PostgreSQL 15)\n", "JUnit report: " + report} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`<testsuite name="pg15.isolation" tests="6" failures="0"`)) {
+		t.Errorf("JUnit report: %v\n%s", err, b)
+	}
+}
+
+func TestTestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"test"}, "say where to test"},
+		{[]string{"test", "--pg", "13"}, `unsupported PostgreSQL major "13": use one of 14,15,16,17,18 or all`},
+		{[]string{"test", "--pg", "17", "--local"}, "none of the others can be"},
+		{[]string{"test", "--pg", "17", "--jobs", "0"}, "--jobs must be at least 1"},
+		{[]string{"test", "--pg", "16,99", "--image", "pglease/postgres"}, "unsupported PostgreSQL major \"99\""},
+	} {
+		code, _, errs := run(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

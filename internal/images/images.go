@@ -219,9 +219,11 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	r := recipe{layerVersion, baseRef, srv, layout.Debian(major), psqlMajor}
 	want := hashOf(r)
 	ref := Tag(major)
-	if img, ok, err := docker.Image(c, ref); err != nil {
+	old, ok, err := docker.Image(c, ref)
+	if err != nil {
 		return err
-	} else if ok && img.Config != nil && img.Config.Labels[RecipeLabel] == want {
+	}
+	if ok && old.Config != nil && old.Config.Labels[RecipeLabel] == want {
 		say("%s is up to date (PostgreSQL %s, recipe %s)", ref, srv.Release(), want)
 		return nil
 	}
@@ -251,6 +253,10 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		return fmt.Errorf("build %s: %w\n%s", ref, err, out.String())
 	}
 	say("built %s", ref)
+	if ok {
+		// the stale image lost its tag; drop it unless a container uses it
+		_ = c.RemoveImage(old.ID)
+	}
 	return nil
 }
 

@@ -1,0 +1,258 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/ory/dockertest/v3"
+	dc "github.com/ory/dockertest/v3/docker"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/images"
+	"github.com/pglease/pglease-gen/internal/junit"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/progress"
+)
+
+// These tests run real containers from the local images, which `make test`
+// builds first (make images). Without a daemon or the images they fail
+// with what to run; they never skip.
+
+func pool(t *testing.T) *dockertest.Pool {
+	t.Helper()
+	p, err := docker.Connect()
+	if err != nil {
+		t.Fatalf("%v\n(make test starts the daemon and builds the images)", err)
+	}
+	return p
+}
+
+func needImages(t *testing.T, p *dockertest.Pool, majors ...int) {
+	t.Helper()
+	if err := CheckImages(p, images.Repository, majors); err != nil {
+		t.Fatalf("%v\n(make images builds them)", err)
+	}
+}
+
+// ours lists the containers the runner started, running or not.
+func ours(t *testing.T, p *dockertest.Pool, major int) []string {
+	t.Helper()
+	cs, err := p.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {Label}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		for _, n := range c.Names {
+			if strings.HasPrefix(n, "/pglease-test-pg"+strconv.Itoa(major)+"-") {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func options(major int, src fs.FS, results string) Options {
+	return Options{
+		Ext: model.PgLease, Src: src, Majors: []int{major}, Image: images.Repository,
+		Jobs: 1, Results: results, Timeout: 5 * time.Minute, Board: progress.New(&bytes.Buffer{}, false),
+	}
+}
+
+func TestSuitesPassInContainer(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	needImages(t, p, 16)
+	results := t.TempDir()
+	rs, err := Run(context.Background(), p, options(16, pglease.Files, results))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if !r.Passed() {
+		var b bytes.Buffer
+		Report(&b, rs)
+		t.Fatalf("suites failed on PostgreSQL 16:\n%s", b.String())
+	}
+	if !strings.HasPrefix(r.Server, "16.") {
+		t.Errorf("server_version %q is not 16.x", r.Server)
+	}
+	if p, f := r.Result.Counts(); p != 13 || f != 0 {
+		t.Errorf("%d passed, %d failed; want every test of both suites (13) to pass", p, f)
+	}
+	for _, f := range []string{"regress/results/api.out", "isolation/results/rollback.out"} {
+		if _, err := os.Stat(filepath.Join(results, "pg16", f)); err != nil {
+			t.Errorf("results not copied back: %v", err)
+		}
+	}
+	if left := ours(t, p, 16); len(left) > 0 {
+		t.Errorf("containers left behind: %v", left)
+	}
+
+	var b bytes.Buffer
+	Report(&b, rs)
+	if !strings.HasSuffix(b.String(), "1 passed, 0 failed (PostgreSQL 16)\n") {
+		t.Errorf("report does not end with the majors count:\n%s", b.String())
+	}
+	var x bytes.Buffer
+	if err := junit.Write(&x, JUnit(rs)); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(x.Bytes(), &doc); err != nil {
+		t.Fatalf("JUnit report is not XML: %v\n%s", err, x.String())
+	}
+	if doc.Tests != 13 || doc.Failures != 0 || len(doc.Suites) != 2 || doc.Suites[1].Name != "pg16.isolation" {
+		t.Errorf("JUnit report: %d tests, %d failures, suites %+v", doc.Tests, doc.Failures, doc.Suites)
+	}
+}
+
+// broken returns the embedded files with one line of an expected file
+// changed, so that test must fail.
+func broken(t *testing.T, file, old, new string) fs.FS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(pglease.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(pglease.Files, p)
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(m[file].Data)
+	if !strings.Contains(s, old) {
+		t.Fatalf("%s has no %q", file, old)
+	}
+	m[file].Data = []byte(strings.Replace(s, old, new, 1))
+	return m
+}
+
+func TestBrokenExpectedFileFailsWithDiff(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	needImages(t, p, 14)
+	src := broken(t, "isolation/expected/rollback.out", "epoch", "epoch-broken-on-purpose")
+	rs, err := Run(context.Background(), p, options(14, src, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if r.Passed() || r.Err != nil {
+		t.Fatalf("passed=%v err=%v; want a failed suite, not a setup error", r.Passed(), r.Err)
+	}
+	if _, f := r.Result.Count("isolation"); f != 1 {
+		t.Errorf("%d isolation specs failed; want exactly rollback", f)
+	}
+	if _, f := r.Result.Count("regress"); f != 0 {
+		t.Errorf("%d regress tests failed; want 0", f)
+	}
+	var b bytes.Buffer
+	Report(&b, rs)
+	out := b.String()
+	for _, want := range []string{"=== pg14 isolation regression.diffs ===", "-step s1_acquire: SELECT acquired, epoch-broken-on-purpose FROM", "0 passed, 1 failed (PostgreSQL 14)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	js := JUnit(rs)
+	var failure string
+	for _, s := range js {
+		for _, c := range s.Cases {
+			if c.Failure != "" {
+				failure = s.Name + "/" + c.Name + ": " + c.Failure
+			}
+		}
+	}
+	if !strings.HasPrefix(failure, "pg14.isolation/rollback: diff ") || !strings.Contains(failure, "broken-on-purpose") {
+		t.Errorf("JUnit failure does not carry rollback's diff: %q", failure)
+	}
+	if left := ours(t, p, 14); len(left) > 0 {
+		t.Errorf("containers left behind: %v", left)
+	}
+}
+
+func TestCancelRemovesContainer(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	needImages(t, p, 18)
+	ctx, cancel := context.WithCancel(context.Background())
+	o := options(18, pglease.Files, "")
+	var log syncBuffer
+	o.Board = progress.New(&log, false)
+	// cancel as soon as the regress suite starts, like Ctrl-C would
+	started := make(chan struct{})
+	go func() {
+		for !strings.Contains(log.String(), "pg18: regress") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(started)
+		cancel()
+	}()
+	rs, err := Run(ctx, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if rs[0].Err == nil {
+		t.Error("a cancelled run reported no error")
+	}
+	if left := ours(t, p, 18); len(left) > 0 {
+		t.Errorf("containers left behind after cancel: %v", left)
+	}
+}
+
+func TestMissingImageSaysHowToBuildIt(t *testing.T) {
+	p := pool(t)
+	// (a stand-in that is not built; a missing official image would be
+	// pulled, and this machine must not reach a registry)
+	err := CheckImages(p, images.Repository, []int{17, 99})
+	if err == nil || !strings.Contains(err.Error(), "pglease/postgres:99 is not built: run `pglease-gen images --pg 99`") || strings.Contains(err.Error(), ":17") {
+		t.Errorf("err = %v; want it to name only the missing image and say how to build it", err)
+	}
+	err = CheckImages(p, images.Repository, []int{17})
+	if err != nil {
+		t.Errorf("present image reported missing: %v", err)
+	}
+}

@@ -1,0 +1,145 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+func TestEveryMajorIsPinned(t *testing.T) {
+	for _, m := range model.PgLease.Majors {
+		s, err := ServerFor(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(s.Version, s.Release()+".") || !strings.HasPrefix(s.Release(), strconv.Itoa(m)+".") {
+			t.Errorf("PostgreSQL %d pinned to %s", m, s.Version)
+		}
+		if !strings.HasPrefix(s.Integrity, "sha512-") {
+			t.Errorf("PostgreSQL %d: integrity %q is not sha512", m, s.Integrity)
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "x.tgz")
+	os.WriteFile(f, []byte("server build"), 0o644)
+	sum := sha512.Sum512([]byte("server build"))
+	good := "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
+	if err := verify(f, good); err != nil {
+		t.Errorf("matching file: %v", err)
+	}
+	os.WriteFile(f, []byte("server build, tampered"), 0o644)
+	if err := verify(f, good); err == nil || !strings.Contains(err.Error(), "integrity mismatch") {
+		t.Errorf("tampered file: err = %v", err)
+	}
+	if err := verify(f, "sha1-abc"); err == nil {
+		t.Error("a sha1 pin was accepted")
+	}
+}
+
+// fakeBuild writes a small tarball shaped like the npm package.
+func fakeBuild(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	add := func(name string, mode int64, body string) {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	add("package/native/bin/postgres", 0o755, "server")
+	add("package/native/lib/libpq.so.5.17", 0o755, "libpq")
+	add("package/native/lib/libpq.a", 0o644, "static")
+	add("package/native/lib/postgresql/plpgsql.so", 0o755, "plpgsql")
+	add("package/native/lib/postgresql/pgxs/src/test/regress/pg_regress", 0o755, "not elf")
+	add("package/native/share/postgresql/extension/plpgsql.control", 0o644, "control")
+	add("package/native/pg-symlinks.json", 0o644, `[{"source":"native/lib/libpq.so.5.17","target":"native/lib/libpq.so.5"}]`)
+	add("package/package.json", 0o644, "{}")
+	tw.Close()
+	zw.Close()
+	f := filepath.Join(t.TempDir(), "build.tgz")
+	if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestContextUsesTheOfficialLayout(t *testing.T) {
+	r := recipe{layerVersion, "base", Server{Major: 16}, layout.Debian(16), psqlMajor}
+	b, err := context_(fakeBuild(t), r, []byte("FROM base\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			got[h.Name] = "-> " + h.Linkname
+		} else {
+			body, _ := io.ReadAll(tr)
+			got[h.Name] = string(body)
+		}
+	}
+	want := map[string]string{
+		"Dockerfile": "FROM base\n",
+		"rootfs/usr/lib/postgresql/16/bin/postgres":                         "server",
+		"rootfs/usr/lib/postgresql/16/lib/libpq.so.5.17":                    "libpq",
+		"rootfs/usr/lib/postgresql/16/lib/libpq.so.5":                       "-> libpq.so.5.17",
+		"rootfs/usr/lib/postgresql/16/lib/postgresql/plpgsql.so":            "plpgsql",
+		"rootfs/usr/lib/postgresql/16/lib/pgxs/src/test/regress/pg_regress": "not elf",
+		"rootfs/usr/share/postgresql/16/extension/plpgsql.control":          "control",
+		"rootfs/usr/lib/postgresql/16/share/postgresql":                     "-> /usr/share/postgresql/16",
+		"rootfs/usr/lib/postgresql/16/bin/psql":                             "-> /usr/lib/postgresql/15/bin/psql",
+	}
+	for name, body := range want {
+		if got[name] != body {
+			t.Errorf("%s = %q, want %q", name, got[name], body)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("context has %d entries, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// TestSecondBuildDoesNothing needs the images make images builds.
+func TestSecondBuildDoesNothing(t *testing.T) {
+	p, err := docker.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok, err := docker.Image(p.Client, Tag(17))
+	if err != nil || !ok {
+		t.Fatalf("%s missing (%v): run make images first", Tag(17), err)
+	}
+	var out bytes.Buffer
+	if err := Build(t.Context(), p.Client, Options{Majors: []int{17}, Progress: &out}); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := docker.Image(p.Client, Tag(17))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ID != before.ID || !strings.Contains(out.String(), "pglease/postgres:17 is up to date") || strings.Contains(out.String(), "download") {
+		t.Errorf("a second build changed something: image %s -> %s\n%s", before.ID, after.ID, out.String())
+	}
+}
