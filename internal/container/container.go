@@ -150,24 +150,30 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 		return nil, err
 	}
 	results := make([]MajorResult, len(o.Majors))
-	sem := make(chan struct{}, o.Jobs)
+	for _, major := range o.Majors {
+		o.Board.Set(key(major), "queued")
+	}
+	// o.Jobs workers take the majors in order
+	next := make(chan int, len(o.Majors))
+	for i := range o.Majors {
+		next <- i
+	}
+	close(next)
 	var wg sync.WaitGroup
-	for i, major := range o.Majors {
+	for range min(o.Jobs, len(o.Majors)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o.Board.Set(key(major), "waiting for a job slot")
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				results[i] = MajorResult{Major: major, Err: ctx.Err()}
-				o.Board.Finish(key(major), "cancelled")
-				return
+			for i := range next {
+				major := o.Majors[i]
+				if err := ctx.Err(); err != nil {
+					results[i] = MajorResult{Major: major, Image: Ref(o.Image, major), Err: err}
+					o.Board.Finish(key(major), "cancelled")
+					continue
+				}
+				results[i] = runMajor(ctx, pool, o, major, tests, suites)
+				o.Board.Finish(key(major), outcome(results[i]))
 			}
-			r := runMajor(ctx, pool, o, major, tests, suites)
-			results[i] = r
-			o.Board.Finish(key(major), outcome(r))
 		}()
 	}
 	wg.Wait()
