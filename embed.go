@@ -7,5 +7,5 @@ import "embed"
 
 // Files holds the templates and test suites, rooted at the repository's top.
 //
-//go:embed templates control regress/sql regress/expected isolation/specs isolation/expected
+//go:embed templates control rpm regress/sql regress/expected isolation/specs isolation/expected README.md LICENSE
 var Files embed.FS

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 
@@ -55,6 +56,7 @@ type data struct {
 func FuncMap() template.FuncMap {
 	fm := sprig.HermeticTxtFuncMap()
 	fm["quoteLiteral"] = QuoteLiteral
+	fm["changelogDate"] = ChangelogDate
 	return fm
 }
 
@@ -66,6 +68,15 @@ func QuoteLiteral(s string) (string, error) {
 		return "", fmt.Errorf("quoteLiteral: %q contains a backslash", s)
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'", nil
+}
+
+// ChangelogDate turns 2026-11-29 into an RPM changelog date, Sun Nov 29 2026.
+func ChangelogDate(date string) (string, error) {
+	t, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return "", fmt.Errorf("changelogDate: %w", err)
+	}
+	return t.Format("Mon Jan 02 2006"), nil
 }
 
 // Extension renders the install script, the control file and the make

@@ -1,0 +1,146 @@
+// Package dist makes the source distribution: the tree a spec's Source0 and
+// PGXN expect (control file, install script, a PGXS Makefile, META.json,
+// README, LICENSE and both test suites) and its reproducible tar.gz.
+package dist
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/suite"
+)
+
+// Data is what the packaging templates (Makefile, META.json, the spec) see.
+type Data struct {
+	Ext         model.Extension
+	Pkg         model.Packaging
+	Source      string // the template's path
+	Summary     string
+	Description string
+	Suffix      string   // release suffix, e.g. PIGSTY
+	Files       []string // the extension's files, sorted
+	Tests       map[string][]string
+}
+
+// NewData fills Data for ext and pkg with the given release suffix.
+func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string) (Data, error) {
+	tests, err := suite.AllTests(src)
+	if err != nil {
+		return Data{}, err
+	}
+	t := map[string][]string{}
+	for k, v := range tests {
+		t[string(k)] = v
+	}
+	files := []string{ext.ScriptFile(), ext.ControlFile()}
+	if files[0] > files[1] {
+		files[0], files[1] = files[1], files[0]
+	}
+	return Data{
+		Ext: ext, Pkg: pkg, Suffix: suffix, Files: files, Tests: t,
+		Summary:     strings.ToUpper(ext.Comment[:1]) + ext.Comment[1:],
+		Description: pkg.Description,
+	}, nil
+}
+
+// Render renders one packaging template.
+func (d Data) Render(src fs.FS, tmpl string) ([]byte, error) {
+	d.Source = tmpl
+	return render.Template(src, tmpl, d)
+}
+
+// Sources returns the source tree, by path below its top directory.
+func Sources(d Data, src fs.FS) (render.Files, error) {
+	ext, err := render.Extension(d.Ext, src)
+	if err != nil {
+		return nil, err
+	}
+	files := render.Files{
+		d.Ext.ScriptFile():  ext[d.Ext.ScriptFile()],
+		d.Ext.ControlFile(): ext[d.Ext.ControlFile()],
+	}
+	for name, tmpl := range map[string]string{"Makefile": "templates/Makefile.tmpl", "META.json": "templates/META.json.tmpl"} {
+		if files[name], err = d.Render(src, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{"README.md", "LICENSE"} {
+		if files[name], err = fs.ReadFile(src, name); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range suite.Kinds {
+		err := fs.WalkDir(src, string(k), func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			files[p], err = fs.ReadFile(src, p)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// Tarball packs files below top/ as a tar.gz that depends only on its
+// input and mtime: sorted entries, directories included, owner root,
+// mode 0644 (0755 for directories), no gzip name or time.
+func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	hdr := func(name string, typ byte, mode int64, size int) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: int64(size), ModTime: mtime.UTC().Truncate(time.Second),
+			Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
+	}
+	dirs := map[string]bool{}
+	var mkdir func(string) error
+	mkdir = func(d string) error {
+		if d == "." || dirs[d] {
+			return nil
+		}
+		if err := mkdir(path.Dir(d)); err != nil {
+			return err
+		}
+		dirs[d] = true
+		return tw.WriteHeader(hdr(d+"/", tar.TypeDir, 0o755, 0))
+	}
+	if err := mkdir(top); err != nil {
+		return nil, err
+	}
+	for _, name := range files.Names() {
+		full := path.Join(top, name)
+		if err := mkdir(path.Dir(full)); err != nil {
+			return nil, err
+		}
+		if len(full) > 100 {
+			return nil, fmt.Errorf("tarball: %s is too long for a ustar name", full)
+		}
+		if err := tw.WriteHeader(hdr(full, tar.TypeReg, 0o644, len(files[name]))); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,105 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Packaging holds the facts the source tarball, the RPM spec and the RPMs
+// render from.
+type Packaging struct {
+	// Release is the package release number (the 1 of 1PIGSTY.el9).
+	Release int
+	// Suffixes are the accepted release suffixes; the first is the default.
+	Suffixes []string
+	// Dist is the RPM dist tag the packages are built for.
+	Dist string
+	// Arches are the EL9 architectures the repository trees are laid out
+	// for; the RPMs themselves are noarch.
+	Arches []string
+	// Description is the packages' long description, wrapped for rpm.
+	Description string
+	// URL is the project's home.
+	URL string
+	// Maintainer is the packager, "Name <email>".
+	Maintainer string
+	// Changelog is newest first.
+	Changelog []Change
+}
+
+// Change is one changelog entry.
+type Change struct {
+	Date    string // YYYY-MM-DD
+	Version string
+	Release int
+	Lines   []string
+}
+
+// Packages is the one description of how pg_lease is packaged.
+var Packages = Packaging{
+	Release:  1,
+	Suffixes: []string{"PIGSTY", "PGDG"},
+	Dist:     ".el9",
+	Arches:   []string{"x86_64", "aarch64"},
+	Description: "pg_lease gives applications expiring ownership of named resources:\n" +
+		"lease.acquire, renew, release and inspect, with a fencing epoch that grows\n" +
+		"with every new holder, so that a resource can refuse a stale holder.\n" +
+		"Pure SQL and PL/pgSQL; a non-superuser with CREATE may install it.",
+	URL:        "https://github.com/pglease/pglease-gen",
+	Maintainer: "pglease maintainers <maintainers@pglease.dev>",
+	Changelog: []Change{{
+		Date: "2026-11-29", Version: "0.1.0", Release: 1,
+		Lines: []string{
+			"First release: lease.acquire, renew, release and inspect with fencing epochs",
+			"Tested with pg_regress and isolation suites on PostgreSQL 14 to 18",
+		},
+	}},
+}
+
+// ParseSuffix accepts a release suffix in any case and returns its
+// canonical spelling.
+func (p Packaging) ParseSuffix(s string) (string, error) {
+	for _, ok := range p.Suffixes {
+		if strings.EqualFold(s, ok) {
+			return ok, nil
+		}
+	}
+	return "", fmt.Errorf("unknown release suffix %q: use one of %s", s, strings.Join(p.Suffixes, ", "))
+}
+
+// ReleaseTag is the full release, e.g. 1PIGSTY.el9.
+func (p Packaging) ReleaseTag(suffix string) string {
+	return fmt.Sprintf("%d%s%s", p.Release, suffix, p.Dist)
+}
+
+// EVR is a changelog entry's version-release with the suffix but without
+// the dist tag, as rpm changelogs write it: 0.1.0-1PIGSTY.
+func (c Change) EVR(suffix string) string {
+	return fmt.Sprintf("%s-%d%s", c.Version, c.Release, suffix)
+}
+
+// Time is the changelog date of c, midnight UTC.
+func (c Change) Time() time.Time {
+	t, err := time.Parse(time.DateOnly, c.Date)
+	if err != nil {
+		panic(fmt.Sprintf("changelog date %q: %v", c.Date, err))
+	}
+	return t
+}
+
+// Released is the date of the newest changelog entry: the default
+// SOURCE_DATE_EPOCH, so that builds are reproducible even without one.
+func (p Packaging) Released() time.Time { return p.Changelog[0].Time() }
+
+// PackageName is the RPM name for a major, e.g. pg_lease_17.
+func (e Extension) PackageName(major int) string { return fmt.Sprintf("%s_%d", e.Name, major) }
+
+// ServerPackage is the PGDG server package a major's RPM requires.
+func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server", major) }
+
+// Tarball is the source tarball's name, e.g. pg_lease-0.1.0.tar.gz.
+func (e Extension) Tarball() string { return e.Name + "-" + e.Version + ".tar.gz" }
+
+// SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
+func (e Extension) SourceDir() string { return e.Name + "-" + e.Version }

@@ -1,0 +1,275 @@
+package rpm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pglease/pglease-gen/internal/dist"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+// Builders.
+const (
+	Rpmpack  = "rpmpack"  // pure Go, the default
+	Rpmbuild = "rpmbuild" // the rendered spec through rpmbuild
+)
+
+// Options configure Build.
+type Options struct {
+	Ext     model.Extension
+	Pkg     model.Packaging
+	Src     fs.FS
+	Majors  []int
+	Suffix  string    // release suffix, e.g. PIGSTY
+	Builder string    // Rpmpack or Rpmbuild
+	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
+	Step    func(format string, args ...any)
+}
+
+// Artifact is one file Build wrote.
+type Artifact struct {
+	Path   string `json:"path"` // relative to the output directory
+	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, checksums
+	Major  int    `json:"major,omitempty"`
+	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// RepoDir is the repository tree of an architecture, e.g. el9.x86_64.
+func RepoDir(pkg model.Packaging, arch string) string {
+	return strings.TrimPrefix(pkg.Dist, ".") + "." + arch
+}
+
+// SpecFile is the rendered spec's name.
+func SpecFile(ext model.Extension) string { return ext.Name + ".spec" }
+
+// Build makes the source tarball, the spec, a source and a binary RPM per
+// major and the repository trees, all in memory; Publish writes them.
+func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
+	step := o.Step
+	if step == nil {
+		step = func(string, ...any) {}
+	}
+	if len(o.Majors) == 0 {
+		return nil, nil, errors.New("no PostgreSQL majors to build for")
+	}
+	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
+	if err != nil {
+		return nil, nil, err
+	}
+	sources, err := dist.Sources(d, o.Src)
+	if err != nil {
+		return nil, nil, err
+	}
+	tarball, err := dist.Tarball(sources, o.Ext.SourceDir(), o.Time)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := d.Render(o.Src, SpecTemplate)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := render.Files{o.Ext.Tarball(): tarball, SpecFile(o.Ext): spec}
+	arts := []Artifact{{Path: o.Ext.Tarball(), Kind: "tarball"}, {Path: SpecFile(o.Ext), Kind: "spec"}}
+	step("source tarball %s and spec %s", o.Ext.Tarball(), SpecFile(o.Ext))
+
+	var infos []Info
+	for _, major := range o.Majors {
+		p, err := Contents(d, sources, major, o.Time)
+		if err != nil {
+			return nil, nil, err
+		}
+		var bin, src []byte
+		switch o.Builder {
+		case Rpmpack, "":
+			if bin, err = Pack(p); err == nil {
+				src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
+			}
+		case Rpmbuild:
+			bin, src, err = runRpmbuild(ctx, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
+		default:
+			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, Rpmpack, Rpmbuild)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		info, err := ReadInfo(p.FileName(), bin)
+		if err != nil {
+			return nil, nil, err
+		}
+		infos = append(infos, info)
+		srpm := path.Join("SRPMS", p.SourceRPM())
+		files[srpm] = src
+		arts = append(arts, Artifact{Path: srpm, Kind: "srpm", Major: major})
+		for _, arch := range o.Pkg.Arches {
+			name := path.Join(RepoDir(o.Pkg, arch), p.FileName())
+			files[name] = bin
+			arts = append(arts, Artifact{Path: name, Kind: "rpm", Major: major, Arch: arch})
+		}
+		step("PostgreSQL %d: %s and %s (%s)", major, p.FileName(), p.SourceRPM(), builderName(o.Builder))
+	}
+	for _, arch := range o.Pkg.Arches {
+		md, err := Repodata(infos, int(o.Time.Unix()))
+		if err != nil {
+			return nil, nil, err
+		}
+		for name, b := range md {
+			full := path.Join(RepoDir(o.Pkg, arch), name)
+			files[full] = b
+			if strings.HasSuffix(name, "repomd.xml") {
+				arts = append(arts, Artifact{Path: full, Kind: "repodata", Arch: arch})
+			}
+		}
+		step("repository %s: %d packages", RepoDir(o.Pkg, arch), len(infos))
+	}
+	var sums strings.Builder
+	for _, name := range files.Names() {
+		sum := sha256.Sum256(files[name])
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
+	}
+	files["SHA256SUMS"] = []byte(sums.String())
+	arts = append(arts, Artifact{Path: "SHA256SUMS", Kind: "checksums"})
+	for i := range arts {
+		b := files[arts[i].Path]
+		sum := sha256.Sum256(b)
+		arts[i].Size, arts[i].SHA256 = len(b), hex.EncodeToString(sum[:])
+	}
+	return files, arts, nil
+}
+
+func builderName(b string) string {
+	if b == "" {
+		return Rpmpack
+	}
+	return b
+}
+
+// runRpmbuild builds p's binary and source RPM from the spec with
+// rpmbuild, in a private top directory, reproducibly.
+func runRpmbuild(ctx context.Context, p Package, major int, specName string, spec []byte, tarName string, tarball []byte, built time.Time) (bin, src []byte, err error) {
+	if _, err := exec.LookPath("rpmbuild"); err != nil {
+		return nil, nil, errors.New("rpmbuild is not installed: install it (Debian: apt-get install rpm; EL: dnf install rpm-build) or use --builder rpmpack")
+	}
+	top, err := os.MkdirTemp("", "pglease-rpmbuild-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(top)
+	for _, d := range []string{"SOURCES", "SPECS"} {
+		if err := os.MkdirAll(filepath.Join(top, d), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	specPath := filepath.Join(top, "SPECS", specName)
+	if err := os.WriteFile(specPath, spec, 0o644); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(top, "SOURCES", tarName), tarball, 0o644); err != nil {
+		return nil, nil, err
+	}
+	args := []string{"-ba", "--quiet"}
+	for _, def := range RpmbuildDefines(major) {
+		args = append(args, "--define", def)
+	}
+	args = append(args, "--define", "_topdir "+top, specPath)
+	cmd := exec.CommandContext(ctx, "rpmbuild", args...)
+	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+strconv.FormatInt(built.Unix(), 10), "TZ=UTC", "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("rpmbuild for PostgreSQL %d: %w\n%s", major, err, out)
+	}
+	if bin, err = os.ReadFile(filepath.Join(top, "RPMS", "noarch", p.FileName())); err != nil {
+		return nil, nil, fmt.Errorf("rpmbuild for PostgreSQL %d did not write %s: %w", major, p.FileName(), err)
+	}
+	if src, err = os.ReadFile(filepath.Join(top, "SRPMS", p.SourceRPM())); err != nil {
+		return nil, nil, fmt.Errorf("rpmbuild for PostgreSQL %d did not write %s: %w", major, p.SourceRPM(), err)
+	}
+	return bin, src, nil
+}
+
+// RpmbuildDefines are the macros a build host passes to rpmbuild for one
+// major, for the same packages the pure Go builder writes.
+func RpmbuildDefines(major int) []string {
+	return []string{
+		"pgmajorversion " + strconv.Itoa(major),
+		"dist " + model.Packages.Dist,
+		"_buildhost " + BuildHost,
+		// what a build host's ~/.rpmmacros says; hard-coded in a spec it is
+		// a lint warning
+		"packager " + model.Packages.Maintainer,
+		// EL9's own setting (older rpm, Debian's among them, appends the version)
+		"_docdir_fmt %%{NAME}",
+		"use_source_date_epoch_as_buildtime 1",
+		"clamp_mtime_to_source_date_epoch 1",
+		"_binary_payload w9.gzdio",
+		"_source_payload w9.gzdio",
+	}
+}
+
+// marker marks a directory Publish wrote, which it may replace.
+const marker = ".pglease-build"
+
+// Publish replaces dir with files: it writes them into a new directory
+// beside dir and swaps it in, so dir is never half-written. It refuses to
+// replace a non-empty directory that it did not write.
+func Publish(dir string, files render.Files) error {
+	dir = filepath.Clean(dir)
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+			return fmt.Errorf("%s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
+	if err != nil {
+		return err
+	}
+	all := render.Files{marker: []byte("written by pglease-gen build; replaced by the next build\n")}
+	for n, b := range files {
+		all[n] = b
+	}
+	if err := render.Write(tmp, all); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		os.RemoveAll(tmp)
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
