@@ -27,6 +27,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/junit"
+	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/progress"
@@ -243,6 +244,7 @@ type testCmd struct {
 	timeout  time.Duration
 	keep     bool
 	results  string
+	rpm      string
 }
 
 func newTest() *cobra.Command {
@@ -279,7 +281,11 @@ func newTest() *cobra.Command {
 	f.StringVar(&c.pgConfig, "pg-config", "", "with --local: pg_config of the installation to use (default: the one on PATH)")
 	f.BoolVar(&c.keep, "keep", false, "leave the containers (or the local server) running, for debugging")
 	f.StringVar(&c.results, "results", "build/results", "directory for the drivers' results and regression.diffs")
+	f.StringVar(&c.rpm, "rpm", "", "install with `dnf install -y pg_lease_N` from this repository (a tree of pglease-gen build,\n"+
+		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
+		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
 	cmd.MarkFlagsMutuallyExclusive("local", "pg")
+	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
 	return cmd
 }
 
@@ -303,20 +309,32 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	if c.jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1, not %d", c.jobs)
 	}
+	opts := container.Options{
+		Ext: model.PgLease, Src: pglease.Files, Majors: majors, Image: c.image, Jobs: c.jobs,
+		Keep: c.keep, Results: c.results, Timeout: c.timeout,
+	}
+	if c.rpm != "" {
+		repo, err := container.FindRepo(c.rpm, model.Packages)
+		if err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("image") {
+			opts.Image = images.EL9Repository
+		}
+		opts.Layout = layout.PGDG
+		opts.Install = container.DNFInstall(model.PgLease, repo)
+	}
 	pool, err := docker.Connect()
 	if err != nil {
 		return err
 	}
-	if err := container.CheckImages(pool, c.image, majors); err != nil {
+	if err := container.CheckImages(pool, opts.Image, majors); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	board := progress.New(out, progress.IsTerminal(out))
-	results, err := container.Run(cmd.Context(), pool, container.Options{
-		Ext: model.PgLease, Src: pglease.Files, Majors: majors, Image: c.image, Jobs: c.jobs,
-		Keep: c.keep, Results: c.results, Timeout: c.timeout, Board: board,
-	})
-	board.Stop()
+	opts.Board = progress.New(out, progress.IsTerminal(out))
+	results, err := container.Run(cmd.Context(), pool, opts)
+	opts.Board.Stop()
 	if err != nil {
 		return err
 	}

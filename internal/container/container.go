@@ -46,9 +46,11 @@ const (
 )
 
 // Installer puts the extension into a running container whose server has
-// the given layout. The default copies the rendered control file and
-// install script into the extension directory.
-type Installer func(ctx context.Context, root Exec, l layout.Layout) error
+// the given layout, before the server starts. The default copies the
+// rendered control file and install script into the extension directory.
+// A non-nil check runs after the suites (e.g. uninstall, and check that
+// nothing is left); its error fails the major.
+type Installer func(ctx context.Context, root Exec, l layout.Layout, stage func(string)) (check func(context.Context) error, err error)
 
 // Options configure Run.
 type Options struct {
@@ -101,7 +103,7 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int) error {
 		if ok {
 			continue
 		}
-		if repo == images.Repository {
+		if repo == images.Repository || repo == images.EL9Repository {
 			missing = append(missing, fmt.Sprintf("%s is not built: run `pglease-gen images --pg %d` (make images builds all majors)", ref, major))
 			continue
 		}
@@ -241,7 +243,8 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	pg.User = dbUser
 
 	stage("installing " + o.Ext.Name)
-	if err := o.Install(ctx, root, l); err != nil {
+	check, err := o.Install(ctx, root, l, stage)
+	if err != nil {
 		r.Err = fmt.Errorf("install %s: %w", o.Ext.Name, err)
 		return r
 	}
@@ -311,6 +314,11 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 			return r
 		}
 	}
+	if check != nil {
+		if err := check(ctx); err != nil {
+			r.Err = err
+		}
+	}
 	return r
 }
 
@@ -337,25 +345,25 @@ func uniqueName(major int) (string, error) {
 // CopyFiles is the default Installer: it renders the extension and copies
 // its control file and install script into the extension directory.
 func CopyFiles(ext model.Extension, src fs.FS) Installer {
-	return func(ctx context.Context, root Exec, l layout.Layout) error {
+	return func(ctx context.Context, root Exec, l layout.Layout, _ func(string)) (func(context.Context) error, error) {
 		files, err := render.Extension(ext, src)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var t docker.Tar
 		for _, n := range []string{ext.ControlFile(), ext.ScriptFile()} {
 			if err := t.File(n, 0o644, files[n]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		archive, err := t.Bytes()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := root.Must(ctx, "test", "-d", l.ExtensionDir()); err != nil {
-			return fmt.Errorf("the image has no %s: is it a %s-layout PostgreSQL %d image? (%w)", l.ExtensionDir(), l.Name, l.Major, err)
+			return nil, fmt.Errorf("the image has no %s: is it a %s-layout PostgreSQL %d image? (%w)", l.ExtensionDir(), l.Name, l.Major, err)
 		}
-		return root.Upload(ctx, l.ExtensionDir(), archive)
+		return nil, root.Upload(ctx, l.ExtensionDir(), archive)
 	}
 }
 

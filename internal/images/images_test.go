@@ -78,8 +78,11 @@ func fakeBuild(t *testing.T) string {
 }
 
 func TestContextUsesTheOfficialLayout(t *testing.T) {
-	r := recipe{layerVersion, "base", Server{Major: 16}, layout.Debian(16), psqlMajor}
-	b, err := context_(fakeBuild(t), r, []byte("FROM base\n"))
+	nodes, err := serverTree(fakeBuild(t), layout.Debian(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := context_([]byte("FROM base\n"), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,12 @@ const (
 	License // %license
 )
 
-// File is one file or directory of a binary package.
+// File is one file, directory or symbolic link of a binary package.
 type File struct {
 	Path string
 	Mode uint32 // permission bits
 	Dir  bool
+	Link string // target, for a symbolic link
 	Kind int
 	Body []byte
 }
@@ -46,6 +47,7 @@ type Package struct {
 	Name        string
 	Version     string
 	Release     string // e.g. 1PIGSTY.el9
+	Arch        string // "" is noarch
 	Summary     string
 	Description string
 	License     string
@@ -62,7 +64,14 @@ type Package struct {
 func (p Package) NVR() string { return p.Name + "-" + p.Version + "-" + p.Release }
 
 // FileName is the binary RPM's file name.
-func (p Package) FileName() string { return p.NVR() + ".noarch.rpm" }
+func (p Package) FileName() string { return p.NVR() + "." + p.arch() + ".rpm" }
+
+func (p Package) arch() string {
+	if p.Arch == "" {
+		return "noarch"
+	}
+	return p.Arch
+}
 
 // SourceRPM is the source RPM's file name.
 func (p Package) SourceRPM() string { return p.NVR() + ".src.rpm" }
@@ -90,7 +99,7 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 		File{Path: licDir + "/LICENSE", Mode: 0o644, Kind: License, Body: sources["LICENSE"]},
 	)
 	for _, f := range p.Files {
-		if !f.Dir && f.Body == nil {
+		if !f.Dir && f.Link == "" && f.Body == nil {
 			return p, fmt.Errorf("package %s: no contents for %s", name, f.Path)
 		}
 	}

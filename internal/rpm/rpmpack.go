@@ -18,7 +18,7 @@ const (
 // Pack writes the binary RPM of p in pure Go.
 func Pack(p Package) ([]byte, error) {
 	r, err := rpmpack.NewRPM(rpmpack.RPMMetaData{
-		Name: p.Name, Version: p.Version, Release: p.Release, Arch: "noarch", OS: "linux",
+		Name: p.Name, Version: p.Version, Release: p.Release, Arch: p.arch(), OS: "linux",
 		Summary: p.Summary, Description: p.Description, Licence: p.License, URL: p.URL,
 		Group: "Unspecified", BuildHost: BuildHost, Packager: p.Maintainer, Epoch: rpmpack.NoEpoch, BuildTime: p.BuildTime, Compressor: "gzip",
 	})
@@ -39,11 +39,14 @@ func Pack(p Package) ([]byte, error) {
 		case License:
 			typ = rpmpack.LicenceFile
 		}
-		mode := uint(f.Mode)
-		if f.Dir {
+		mode, body := uint(f.Mode), f.Body
+		switch {
+		case f.Dir:
 			mode |= 0o40000
+		case f.Link != "":
+			mode, body = 0o120777, []byte(f.Link)
 		}
-		r.AddFile(rpmpack.RPMFile{Name: f.Path, Body: f.Body, Mode: mode, Owner: "root", Group: "root", MTime: mtime, Type: typ})
+		r.AddFile(rpmpack.RPMFile{Name: f.Path, Body: body, Mode: mode, Owner: "root", Group: "root", MTime: mtime, Type: typ})
 	}
 	var times []uint32
 	var names, texts []string

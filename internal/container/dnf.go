@@ -1,0 +1,137 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+// repoInContainer is where the package repository is copied.
+const repoInContainer = "/srv/pg_lease"
+
+// RepoArch is the EL architecture of this machine, as in el9.x86_64.
+func RepoArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "aarch64"
+	}
+	return "x86_64"
+}
+
+// FindRepo accepts a repository directory (one holding repodata/) or the
+// output of pglease-gen build, in which it picks the tree of this machine's
+// architecture.
+func FindRepo(dir string, pkg model.Packaging) (string, error) {
+	tree := strings.TrimPrefix(pkg.Dist, ".") + "." + RepoArch()
+	for _, d := range []string{dir, filepath.Join(dir, tree)} {
+		if st, err := os.Stat(filepath.Join(d, "repodata", "repomd.xml")); err == nil && !st.IsDir() {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not a package repository (no repodata/repomd.xml in it or in %s/%s): run pglease-gen build first", dir, dir, tree)
+}
+
+// DNFInstall is the Installer of the RPM install proof: it copies the
+// repository into the container, adds it to dnf's repositories and runs
+// `dnf install -y pg_lease_N`, which must pull in postgresqlN-server from
+// the image's own repositories. Its check, after the suites, runs
+// `dnf remove -y pg_lease_N` and fails if the package or any of its files
+// is still there.
+func DNFInstall(ext model.Extension, repo string) Installer {
+	return func(ctx context.Context, root Exec, l layout.Layout, stage func(string)) (func(context.Context) error, error) {
+		var t docker.Tar
+		err := filepath.WalkDir(repo, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(repo, p)
+			if err != nil || rel == "." {
+				return err
+			}
+			if d.IsDir() {
+				return t.Dir(filepath.ToSlash(rel), 0o755)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return t.File(filepath.ToSlash(rel), 0o644, b)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pack %s: %w", repo, err)
+		}
+		archive, err := t.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		if err := root.Must(ctx, "mkdir", "-p", repoInContainer); err != nil {
+			return nil, err
+		}
+		if err := root.Upload(ctx, repoInContainer, archive); err != nil {
+			return nil, err
+		}
+		var rf docker.Tar
+		conf := fmt.Sprintf("[pg_lease]\nname=pg_lease packages under test\nbaseurl=file://%s\nenabled=1\ngpgcheck=0\n", repoInContainer)
+		if err := rf.File("pg_lease.repo", 0o644, []byte(conf)); err != nil {
+			return nil, err
+		}
+		b, err := rf.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		if err := root.Must(ctx, "mkdir", "-p", "/etc/yum.repos.d"); err != nil {
+			return nil, err
+		}
+		if err := root.Upload(ctx, "/etc/yum.repos.d", b); err != nil {
+			return nil, err
+		}
+		name := ext.PackageName(l.Major)
+		stage("dnf install -y " + name)
+		if _, err := root.Output(ctx, "dnf", "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
+			return nil, err
+		}
+		if _, err := root.Output(ctx, "rpm", "-q", name, model.ServerPackage(l.Major)); err != nil {
+			return nil, fmt.Errorf("after dnf install: %w", err)
+		}
+		out, err := root.Output(ctx, "rpm", "-ql", name)
+		if err != nil {
+			return nil, err
+		}
+		files := strings.Fields(string(out))
+		want := path.Join(l.ExtensionDir(), ext.ControlFile())
+		if !slices.Contains(files, want) {
+			return nil, fmt.Errorf("%s does not install %s; it installs:\n%s", name, want, out)
+		}
+		return func(ctx context.Context) error {
+			stage("dnf remove -y " + name)
+			if _, err := root.Output(ctx, "dnf", "remove", "-y", name); err != nil {
+				return err
+			}
+			if _, _, code, err := root.Run(ctx, []string{"rpm", "-q", name}); err != nil || code == 0 {
+				return fmt.Errorf("%s is still installed after dnf remove (%v)", name, err)
+			}
+			var left []string
+			for _, f := range files {
+				if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
+					return err
+				} else if code == 0 {
+					left = append(left, f)
+				}
+			}
+			if len(left) > 0 {
+				return errors.New("dnf remove left files behind: " + strings.Join(left, " "))
+			}
+			return nil
+		}, nil
+	}
+}
+
