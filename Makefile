@@ -10,6 +10,9 @@
 #                             Go tests, then both suites on PostgreSQL 14-18 in
 #                             Docker (pglease-gen test --pg all)
 #   make images               build the local stand-ins pglease/postgres:14..18
+#                             and pglease/el9:14..18
+#   make rpm-proof            build the RPMs, dnf install them on each major,
+#                             run both suites, dnf remove
 #   make docker               install and start a Docker engine if none answers
 #   make results              copy the last suite results over the expected
 #                             files, for a human to review with git diff
@@ -40,7 +43,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix rpm-proof,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -58,7 +61,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix suites results
+.PHONY: test deps docker images go-test matrix rpm-proof suites results
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -68,7 +71,7 @@ PG ?= all
 
 # Installs what the tests need (idempotent), then runs them.
 test: deps images
-	$(MAKE) go-test matrix
+	$(MAKE) go-test matrix rpm-proof
 
 deps:
 	bash .ci/deps.sh
@@ -85,6 +88,12 @@ go-test:
 
 matrix:
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --image $(PGLEASE_IMAGE) --results $(RESULTS) --junit $(BUILD)/junit.xml
+
+# The packages as users get them: pglease-gen build, then on each major's
+# EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.
+rpm-proof:
+	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
+	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
 
 suites:
 	$(GO) run ./cmd/pglease-gen test --local --pg-config $(PG_CONFIG) --results $(RESULTS)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on Debian 12, idempotently: PostgreSQL 15
 # (server, client, pg_regress and pg_isolation_regress) for the local runs,
-# debootstrap for the local images, and Go's module cache. The Docker
+# debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
+# for the packaging tests, and Go's module cache. The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
 need=()
-for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap; do
+for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

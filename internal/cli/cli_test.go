@@ -2,6 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,5 +136,95 @@ func TestTestUsageErrors(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+func TestBuildWritesPackages(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dist")
+	code, stdout, errs := run(t, "build", "--out", out, "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Builder   string `json:"builder"`
+		Epoch     int64  `json:"source_date_epoch"`
+		Artifacts []struct {
+			Path, Kind, SHA256 string
+			Size               int
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	kinds := map[string]int{}
+	for _, a := range doc.Artifacts {
+		kinds[a.Kind]++
+		b, err := os.ReadFile(filepath.Join(out, a.Path))
+		sum := sha256.Sum256(b)
+		if err != nil || len(b) != a.Size || hex.EncodeToString(sum[:]) != a.SHA256 {
+			t.Errorf("%s: %v, size %d, listed %d", a.Path, err, len(b), a.Size)
+		}
+	}
+	want := map[string]int{"tarball": 1, "spec": 1, "srpm": 5, "rpm": 10, "repodata": 2, "checksums": 1}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("artifacts %v, want %v", kinds, want)
+	}
+	if doc.Builder != "rpmpack" || doc.Epoch != model.Packages.Released().Unix() {
+		t.Errorf("builder %q, epoch %d", doc.Builder, doc.Epoch)
+	}
+	if !strings.Contains(errs, "repository el9.aarch64: 5 packages") {
+		t.Errorf("progress missing from stderr:\n%s", errs)
+	}
+}
+
+func TestBuildBadInputChangesNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dist")
+	if code, _, errs := run(t, "build", "--out", out); code != ExitOK {
+		t.Fatal(errs)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	for _, tc := range []struct {
+		args  []string
+		epoch string
+		want  string
+	}{
+		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PIGSTY, PGDG`},
+		{[]string{"--pg", "13"}, "", `unsupported PostgreSQL major "13"`},
+		{[]string{"--builder", "fpm"}, "", `unknown --builder "fpm"`},
+		{nil, "yesterday", `SOURCE_DATE_EPOCH="yesterday" is not a number of seconds`},
+	} {
+		t.Setenv("SOURCE_DATE_EPOCH", tc.epoch)
+		code, _, errs := run(t, append([]string{"build", "--out", out}, tc.args...)...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v %q: exit %d, %q; want exit 2 and %q", tc.args, tc.epoch, code, errs, tc.want)
+		}
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	after, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if !bytes.Equal(before, after) {
+		t.Error("a refused build changed the output")
+	}
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("mine"), 0o644)
+	if code, _, errs := run(t, "build", "--out", foreign); code != ExitUsage || !strings.Contains(errs, "was not written by pglease-gen build") {
+		t.Errorf("build into a foreign directory: exit %d, %q", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(foreign, "thesis.tex")); string(b) != "mine" {
+		t.Error("build touched a foreign directory")
+	}
+}
+
+func TestRPMInstallOfMissingPackageFails(t *testing.T) {
+	dist := filepath.Join(t.TempDir(), "dist")
+	if code, _, errs := run(t, "build", "--out", dist, "--pg", "16"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	code, out, errs := run(t, "test", "--pg", "17", "--rpm", dist, "--results", t.TempDir())
+	if code != ExitFailure || !strings.Contains(out, "No match for argument: pg_lease_17") || !strings.Contains(out, "0 passed, 1 failed") {
+		t.Errorf("exit %d; want 1 with dnf's complaint\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = run(t, "test", "--pg", "17", "--rpm", t.TempDir())
+	if code != ExitUsage || !strings.Contains(errs, "is not a package repository") {
+		t.Errorf("--rpm on an empty directory: exit %d, %q", code, errs)
 	}
 }

@@ -49,7 +49,7 @@ const (
 	// baseVersion and layerVersion change whenever the steps that make the
 	// base or a major's layer change in a way the hashed inputs do not show.
 	baseVersion  = "2"
-	layerVersion = "2"
+	layerVersion = "3"
 )
 
 // base is the recipe of the base root file system. The npm builds have no
@@ -419,8 +419,8 @@ func serverTree(tgz string, l layout.Layout) ([]node, error) {
 	for _, rp := range runpaths {
 		nodes = append(nodes, node{Path: rp, Link: l.Prefix + "/lib"})
 	}
-	if l.Major != psqlMajor {
-		nodes = append(nodes, node{Path: l.Bin("psql"), Link: layout.Debian(psqlMajor).Bin("psql")})
+	if psql := layout.Debian(psqlMajor).Bin("psql"); l.Bin("psql") != psql {
+		nodes = append(nodes, node{Path: l.Bin("psql"), Link: psql})
 	}
 	return nodes, nil
 }

@@ -163,8 +163,15 @@ func runRpmbuild(ctx context.Context, p Package, major int, specName string, spe
 	if _, err := exec.LookPath("rpmbuild"); err != nil {
 		return nil, nil, errors.New("rpmbuild is not installed: install it (Debian: apt-get install rpm; EL: dnf install rpm-build) or use --builder rpmpack")
 	}
-	top, err := os.MkdirTemp("", "pglease-rpmbuild-")
-	if err != nil {
+	// The source RPM records the expanded %prep, which names the top
+	// directory: it must not change from one build to the next, so it is
+	// named after the inputs (two identical builds at once would collide).
+	sum := sha256.Sum256(append(append([]byte(strconv.Itoa(major)), spec...), tarball...))
+	top := filepath.Join(os.TempDir(), "pglease-rpmbuild-"+hex.EncodeToString(sum[:6]))
+	if err := os.RemoveAll(top); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Mkdir(top, 0o700); err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(top)
@@ -179,6 +186,12 @@ func runRpmbuild(ctx context.Context, p Package, major int, specName string, spe
 	}
 	if err := os.WriteFile(filepath.Join(top, "SOURCES", tarName), tarball, 0o644); err != nil {
 		return nil, nil, err
+	}
+	// the source RPM records these files' times as they are on disk
+	for _, f := range []string{specPath, filepath.Join(top, "SOURCES", tarName)} {
+		if err := os.Chtimes(f, built, built); err != nil {
+			return nil, nil, err
+		}
 	}
 	args := []string{"-ba", "--quiet"}
 	for _, def := range RpmbuildDefines(major) {
