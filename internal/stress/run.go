@@ -1,0 +1,230 @@
+package stress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Config shapes a run.
+type Config struct {
+	DSN      string
+	Clients  int
+	Names    int
+	Duration time.Duration
+	Seed     uint64
+	Prefix   string // names are Prefix + n; a fresh prefix keeps runs apart
+	MinTTL   time.Duration
+	MaxTTL   time.Duration
+	MaxWait  time.Duration // longest max_wait of a blocking acquire
+}
+
+// Defaults fills the zero fields.
+func (c Config) Defaults() Config {
+	if c.Clients == 0 {
+		c.Clients = 8
+	}
+	if c.Names == 0 {
+		c.Names = 4
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.MinTTL == 0 {
+		c.MinTTL = 2 * time.Millisecond
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = 2 * time.Second
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 1500 * time.Millisecond
+	}
+	if c.Prefix == "" {
+		c.Prefix = fmt.Sprintf("s%d-", time.Now().UnixNano())
+	}
+	return c
+}
+
+// Run runs the clients for the configured time and returns the history.
+// Each client is one connection and one owner; it remembers the tokens it
+// was given and mostly uses them, sometimes a stale or made-up one.
+func Run(ctx context.Context, cfg Config) ([]Op, error) {
+	cfg = cfg.Defaults()
+	var (
+		mu      sync.Mutex
+		history []Op
+		wg      sync.WaitGroup
+		errs    = make(chan error, cfg.Clients)
+	)
+	deadline := time.Now().Add(cfg.Duration)
+	for i := range cfg.Clients {
+		conn, err := pgx.Connect(ctx, cfg.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("client %d: %w", i, err)
+		}
+		// a wait that never ends (a bug) must not hang the run
+		if _, err := conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", (cfg.MaxWait+WaitOvershoot+2*time.Second).Milliseconds())); err != nil {
+			return nil, fmt.Errorf("client %d: %w", i, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close(context.Background())
+			cl := &client{id: i, conn: conn, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), tokens: map[string]int64{}}
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				op, err := cl.step(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("client %d: %w", i, err)
+					return
+				}
+				mu.Lock()
+				op.ID = len(history)
+				history = append(history, op)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return history, errors.Join(collect(errs)...)
+}
+
+func collect(ch chan error) []error {
+	var out []error
+	for e := range ch {
+		out = append(out, e)
+	}
+	return out
+}
+
+type client struct {
+	id     int
+	conn   *pgx.Conn
+	cfg    Config
+	rng    *rand.Rand
+	tokens map[string]int64 // name -> epoch this client was last given
+}
+
+func (c *client) owner() string { return fmt.Sprintf("client-%d", c.id) }
+
+// ttl is log-uniform between MinTTL and MaxTTL, so short and long leases
+// are both common.
+func (c *client) ttl() time.Duration {
+	lo, hi := math.Log(float64(c.cfg.MinTTL)), math.Log(float64(c.cfg.MaxTTL))
+	return time.Duration(math.Exp(lo + c.rng.Float64()*(hi-lo))).Round(time.Microsecond)
+}
+
+func (c *client) step(ctx context.Context) (Op, error) {
+	name := fmt.Sprintf("%s%d", c.cfg.Prefix, c.rng.IntN(c.cfg.Names))
+	op := Op{Client: c.id, Name: name, Owner: c.owner()}
+	epoch, have := c.tokens[name]
+	if !have || c.rng.IntN(10) == 0 {
+		epoch = int64(1 + c.rng.IntN(8)) // stale or made up
+	}
+	r := c.rng.IntN(100)
+	switch {
+	case r < 30:
+		op.Kind, op.TTL = Acquire, c.ttl()
+		if c.rng.IntN(3) == 0 {
+			op.MaxWait = time.Duration(c.rng.Int64N(int64(c.cfg.MaxWait))).Round(time.Millisecond) + time.Millisecond
+		}
+	case r < 35:
+		// an acquire in a transaction that is rolled back
+		op.Kind, op.TTL, op.RolledBack = Acquire, c.ttl(), true
+	case r < 60:
+		op.Kind, op.Epoch, op.TTL = Renew, epoch, c.ttl()
+	case r < 80:
+		op.Kind, op.Epoch = Release, epoch
+	default:
+		op.Kind = Inspect
+	}
+	err := c.call(ctx, &op)
+	if err != nil {
+		return op, err
+	}
+	if op.Kind == Acquire && op.Acquired && !op.RolledBack && op.Err == "" {
+		c.tokens[name] = *op.RetEpoch
+	}
+	return op, nil
+}
+
+// call runs the operation and records its outcome. A SQL error is an
+// outcome; a broken connection is returned as an error.
+func (c *client) call(ctx context.Context, op *Op) error {
+	var row pgx.Row
+	q := func(sql string, args ...any) { row = c.conn.QueryRow(ctx, sql, args...) }
+	var wait any
+	if op.MaxWait > 0 {
+		wait = op.MaxWait
+	}
+	op.Start = time.Now()
+	var err error
+	if op.RolledBack {
+		if _, err = c.conn.Exec(ctx, "BEGIN"); err == nil {
+			q("SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3, $4)", op.Name, op.Owner, op.TTL, wait)
+			err = row.Scan(&op.Acquired, &op.RetEpoch, &op.Expires)
+			if _, rerr := c.conn.Exec(ctx, "ROLLBACK"); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+	} else {
+		switch op.Kind {
+		case Acquire:
+			q("SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3, $4)", op.Name, op.Owner, op.TTL, wait)
+			err = row.Scan(&op.Acquired, &op.RetEpoch, &op.Expires)
+		case Renew:
+			q("SELECT status, expires_at FROM lease.renew($1, $2, $3, $4)", op.Name, op.Owner, op.Epoch, op.TTL)
+			err = row.Scan(&op.Status, &op.Expires)
+		case Release:
+			q("SELECT lease.release($1, $2, $3)", op.Name, op.Owner, op.Epoch)
+			err = row.Scan(&op.Status)
+		case Inspect:
+			q("SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", op.Name)
+			err = row.Scan(&op.Held, &op.RetOwner, &op.RetEpoch, &op.Expires)
+		}
+	}
+	op.End = time.Now()
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+	case errors.As(err, &pe):
+		op.Err, op.ErrMsg = pe.Code, pe.Message
+		if op.RolledBack {
+			c.conn.Exec(ctx, "ROLLBACK")
+		}
+	default:
+		op.Unknown, op.ErrMsg = true, err.Error()
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// Table reads lease.leases for the names of a run.
+func Table(ctx context.Context, dsn, prefix string) (map[string]Row, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT name, owner, epoch, expires_at FROM lease.leases WHERE starts_with(name, $1)", prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Row{}
+	for rows.Next() {
+		var name string
+		var r Row
+		if err := rows.Scan(&name, &r.Owner, &r.Epoch, &r.Expires); err != nil {
+			return nil, err
+		}
+		out[name] = r
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,205 @@
+package stress
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+// server starts a throwaway local server with pg_lease installed in the
+// installation (Debian's PostgreSQL 15, which make deps installs).
+func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
+	t.Helper()
+	ctx := context.Background()
+	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pgtest.Start(ctx, inst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv, inst
+}
+
+func exec(t *testing.T, dsn string, sqls ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range sqls {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func stress(t *testing.T, dsn string, d, maxTTL time.Duration) ([]Op, []Violation) {
+	t.Helper()
+	cfg := Config{DSN: dsn, Clients: 8, Names: 3, Duration: d, Seed: 42, MaxTTL: maxTTL}.Defaults()
+	ops, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := Table(context.Background(), dsn, cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops, Check(ops, final)
+}
+
+func TestStressHasNoViolations(t *testing.T) {
+	srv, _ := server(t)
+	exec(t, srv.DSN("postgres"), "CREATE DATABASE stress")
+	dsn := srv.DSN("stress")
+	exec(t, dsn, "CREATE EXTENSION pg_lease")
+	ops, vs := stress(t, dsn, 8*time.Second, 0)
+	for _, v := range vs[:min(len(vs), 10)] {
+		t.Error(v)
+	}
+	if len(vs) > 0 {
+		t.Fatalf("%d violations in %d operations", len(vs), len(ops))
+	}
+	// the run must have exercised what the checker checks
+	seen := map[string]int{}
+	for _, o := range ops {
+		if o.Kind == Acquire && o.MaxWait > 0 && o.Acquired {
+			seen["acquired after waiting"]++
+		}
+		switch {
+		case o.Kind == Acquire && o.Acquired && !o.RolledBack:
+			seen["acquired"]++
+			if *o.RetEpoch > 1 {
+				seen["acquired at epoch > 1"]++
+			}
+		case o.Kind == Acquire && o.Err == "" && !o.Acquired:
+			seen["refused"]++
+		case o.Err == "57014":
+			seen["wait ran out"]++
+		case o.Status != "":
+			seen[string(o.Kind)+" "+o.Status]++
+		case o.Kind == Inspect && o.Held:
+			seen["inspect held"]++
+		}
+	}
+	t.Logf("%d operations: %v", len(ops), seen)
+	for _, k := range []string{"acquired", "acquired at epoch > 1", "refused", "acquired after waiting", "renew ok", "renew lapsed", "renew not_owner", "renew epoch_mismatch", "release ok", "release not_owner", "inspect held"} {
+		if seen[k] == 0 {
+			t.Errorf("the run never saw %q", k)
+		}
+	}
+}
+
+// TestCheckerCatchesBrokenVariants runs the stress against pg_lease with a
+// bug put in, one at a time, and expects the checker to name the bug.
+func TestCheckerCatchesBrokenVariants(t *testing.T) {
+	srv, inst := server(t)
+	files, err := render.Extension(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(files[model.PgLease.ScriptFile()])
+	control := string(files[model.PgLease.ControlFile()])
+	for _, v := range Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			bad, err := v.Apply(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := "pg_lease_" + v.Name
+			dir := inst.ExtensionDir()
+			os.WriteFile(filepath.Join(dir, ext+".control"), []byte(control), 0o644)
+			os.WriteFile(filepath.Join(dir, ext+"--"+model.PgLease.Version+".sql"), []byte(bad), 0o644)
+			t.Cleanup(func() {
+				os.Remove(filepath.Join(dir, ext+".control"))
+				os.Remove(filepath.Join(dir, ext+"--"+model.PgLease.Version+".sql"))
+			})
+			exec(t, srv.DSN("postgres"), "CREATE DATABASE "+v.Name)
+			dsn := srv.DSN(v.Name)
+			exec(t, dsn, "CREATE EXTENSION "+ext)
+			// short leases, so that lapses (and the bugs around them) are common
+			ops, vs := stress(t, dsn, 6*time.Second, 300*time.Millisecond)
+			rules := map[string]int{}
+			for _, x := range vs {
+				rules[x.Rule]++
+			}
+			t.Logf("%s (%s): %d operations, violations by rule: %v", v.Name, v.Bug, len(ops), rules)
+			caught := false
+			for _, x := range vs {
+				if slices.Contains(v.Rules, x.Rule) {
+					t.Logf("first %s violation:\n%s", x.Rule, x)
+					caught = true
+					break
+				}
+			}
+			if !caught {
+				t.Errorf("the checker missed %s: want %v violations, got %v", v.Bug, v.Rules, rules)
+			}
+		})
+	}
+}
+
+func TestCheckerOnHandMadeHistories(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p := func(v int64) *int64 { return &v }
+	tp := func(ms int) *time.Time { x := at(ms); return &x }
+	sp := func(s string) *string { return &s }
+	acq := func(id int, owner string, s, e int, ttl int, ok bool, epoch int64) Op {
+		o := Op{ID: id, Kind: Acquire, Name: "n", Owner: owner, TTL: time.Duration(ttl) * time.Millisecond, Start: at(s), End: at(e), Acquired: ok}
+		if ok {
+			o.RetEpoch, o.Expires = p(epoch), tp(s+1+ttl)
+		}
+		return o
+	}
+	// a holds epoch 1 from 1 ms to 101 ms; b takes over at 150 ms under epoch 2
+	good := []Op{
+		acq(0, "a", 0, 2, 100, true, 1),
+		acq(1, "b", 50, 52, 100, false, 0),
+		acq(2, "b", 150, 152, 100, true, 2),
+		{ID: 3, Kind: Renew, Name: "n", Owner: "a", Epoch: 1, TTL: time.Second, Start: at(160), End: at(161), Status: "not_owner"},
+		{ID: 4, Kind: Inspect, Name: "n", Start: at(170), End: at(171), Held: true, RetOwner: sp("b"), RetEpoch: p(2), Expires: tp(251)},
+	}
+	final := map[string]Row{"n": {Owner: sp("b"), Epoch: 2, Expires: tp(251)}}
+	if vs := Check(good, final); len(vs) > 0 {
+		t.Fatalf("a correct history has violations: %v", vs)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]Op) []Op
+		rule string
+	}{
+		{"same epoch twice", func(h []Op) []Op { h[2].RetEpoch = p(1); return h }, "unique-epoch"},
+		{"takeover before lapse", func(h []Op) []Op { h[2] = acq(2, "b", 60, 62, 100, true, 2); return h }, "no-overlap"},
+		{"refused while free", func(h []Op) []Op { h[1] = acq(1, "b", 120, 122, 100, false, 0); return h }, "refusal-justified"},
+		{"inspect of a state that never was", func(h []Op) []Op { h[4].RetOwner = sp("a"); return h }, "inspect-agrees"},
+	} {
+		h := tc.edit(append([]Op(nil), good...))
+		vs := Check(h, final)
+		found := false
+		for _, v := range vs {
+			found = found || v.Rule == tc.rule
+		}
+		if !found {
+			t.Errorf("%s: want a %s violation, got %v", tc.name, tc.rule, fmt.Sprint(vs))
+		}
+	}
+
+}
