@@ -11,6 +11,7 @@
 #                             Docker (pglease-gen test --pg all)
 #   make images               build the local stand-ins pglease/postgres:14..18
 #                             and pglease/el9:14..18
+#   make soak [DURATION=10m]  the stress test with its history checker
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make docker               install and start a Docker engine if none answers
@@ -61,7 +62,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix rpm-proof suites results
+.PHONY: test deps docker images go-test matrix rpm-proof soak suites results
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -88,6 +89,11 @@ go-test:
 
 matrix:
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --image $(PGLEASE_IMAGE) --results $(RESULTS) --junit $(BUILD)/junit.xml
+
+# The stress test with its history checker, for a long time.
+DURATION ?= 10m
+soak:
+	$(GO) run ./cmd/pglease-gen stress --duration $(DURATION) --pg-config $(PG_CONFIG)
 
 # The packages as users get them: pglease-gen build, then on each major's
 # EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
@@ -33,6 +34,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/progress"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/rpm"
+	"github.com/pglease/pglease-gen/internal/stress"
 )
 
 // Version is the tool's version, set at link time for releases.
@@ -86,7 +88,7 @@ func newRoot() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newVersion())
+	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newStress(), newVersion())
 	return root
 }
 
@@ -394,6 +396,98 @@ func newImages() *cobra.Command {
 	cmd.Flags().StringVar(&c.pg, "pg", "all", "majors to build: 17, 14,16 or all")
 	cmd.Flags().StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir, pglease-gen)")
 	return cmd
+}
+
+type stressCmd struct {
+	cfg      stress.Config
+	pgConfig string
+	report   int
+}
+
+func newStress() *cobra.Command {
+	c := &stressCmd{}
+	cmd := &cobra.Command{
+		Use:   "stress",
+		Short: "Run many clients against pg_lease and check the history",
+		Long: "Start a throwaway server (or use --dsn), run --clients clients on --names names\n" +
+			"doing random acquire (blocking and not), renew, release and inspect with TTLs\n" +
+			"from milliseconds to seconds for --duration, then check every call and the\n" +
+			"final table against the lease's guarantees. The last line is\n" +
+			"`stress: N operations checked, V violations`; the exit status is 1 when V > 0.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.DurationVar(&c.cfg.Duration, "duration", 30*time.Second, "how long the clients run")
+	f.IntVar(&c.cfg.Clients, "clients", 8, "concurrent clients (one connection and one owner each)")
+	f.IntVar(&c.cfg.Names, "names", 4, "lease names they contend for")
+	f.Uint64Var(&c.cfg.Seed, "seed", 1, "random seed of the workload")
+	f.StringVar(&c.cfg.DSN, "dsn", "", "a server with pg_lease installed (default: start a throwaway one)")
+	f.StringVar(&c.pgConfig, "pg-config", "", "without --dsn: pg_config of the installation to start")
+	f.IntVar(&c.report, "show", 10, "violations to print in full")
+	return cmd
+}
+
+func (c *stressCmd) run(cmd *cobra.Command) error {
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	if c.cfg.Clients < 1 || c.cfg.Names < 1 || c.cfg.Duration <= 0 {
+		return errors.New("--clients, --names and --duration must be positive")
+	}
+	if c.cfg.DSN == "" {
+		inst, err := pgtest.FindInstall(ctx, c.pgConfig)
+		if err != nil {
+			return err
+		}
+		if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+			return err
+		}
+		srv, err := pgtest.Start(ctx, inst, "")
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		c.cfg.DSN = srv.DSN("postgres")
+		conn, err := pgx.Connect(ctx, c.cfg.DSN)
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease")
+		conn.Close(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "server: PostgreSQL %d on %s\n", inst.Major, srv.Socket())
+	}
+	cfg := c.cfg.Defaults()
+	fmt.Fprintf(w, "stress: %d clients x %d names for %s (seed %d)\n", cfg.Clients, cfg.Names, cfg.Duration, cfg.Seed)
+	start := time.Now()
+	ops, err := stress.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	final, err := stress.Table(ctx, cfg.DSN, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	vs := stress.Check(ops, final)
+	counts := map[string]int{}
+	for _, o := range ops {
+		counts[string(o.Kind)]++
+	}
+	fmt.Fprintf(w, "ran %s: %d acquire, %d renew, %d release, %d inspect (%.0f/s)\n", time.Since(start).Round(time.Millisecond),
+		counts["acquire"], counts["renew"], counts["release"], counts["inspect"], float64(len(ops))/time.Since(start).Seconds())
+	for i, v := range vs {
+		if i == c.report {
+			fmt.Fprintf(w, "... and %d more\n", len(vs)-i)
+			break
+		}
+		fmt.Fprintln(w, v)
+	}
+	fmt.Fprintf(w, "stress: %d operations checked, %d violations\n", len(ops), len(vs))
+	if len(vs) > 0 {
+		return &exitError{ExitFailure, fmt.Errorf("%d violations", len(vs))}
+	}
+	return nil
 }
 
 func newVersion() *cobra.Command {

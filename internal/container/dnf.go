@@ -134,4 +134,3 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 		}, nil
 	}
 }
-

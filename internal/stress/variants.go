@@ -12,8 +12,8 @@ type Variant struct {
 	Bug  string
 	// Rules are the checks expected to fail (at least one of them).
 	Rules []string
-	old  string
-	new  string
+	old   string
+	new   string
 }
 
 // Variants of the install script, each breaking one guarantee.

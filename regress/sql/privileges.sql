@@ -46,6 +46,16 @@ DELETE FROM lease.leases;
 TRUNCATE lease.leases;
 -- but uses the API
 SELECT acquired, epoch FROM lease.acquire('shared', 'installer', interval '1 minute');
+-- nor can it swap in a table of its own for the functions, which run as
+-- superuser, to touch: the schema keeps its name, the table its place
+ALTER SCHEMA lease RENAME TO lease_moved;
+ALTER TABLE lease.leases RENAME TO leases_moved;
+DROP TABLE lease.leases;
+ALTER EXTENSION pg_lease DROP TABLE lease.leases;
+ALTER EXTENSION pg_lease DROP EVENT TRIGGER pg_lease_guard_schema;
+ALTER EVENT TRIGGER pg_lease_guard_schema DISABLE;
+DROP EVENT TRIGGER pg_lease_guard_schema;
+SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lease%' ORDER BY 1;
 RESET ROLE;
 
 -- nor can any other role, while EXECUTE stays granted to PUBLIC

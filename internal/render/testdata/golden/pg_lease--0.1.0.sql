@@ -401,3 +401,36 @@ $function$;
 
 COMMENT ON FUNCTION @extschema@.inspect(text) IS
     'inspect(name): one row (held, owner, epoch, expires_at) describing the lease on name now; a lapsed lease shows held = false with its last owner and epoch, a released one shows its next epoch.';
+
+-- The installer owns the schema (trusted extension), and the functions run
+-- as the bootstrap superuser and find their table by the name
+-- @extschema@.leases. Were the installer to rename the schema and create a
+-- schema of that name with a table of their own (with a trigger, a default
+-- or a rule), the functions would run the installer's code as superuser.
+-- Renaming the schema of pg_lease is therefore refused; the table
+-- itself cannot be renamed, dropped or replaced by anyone but its owner.
+CREATE FUNCTION @extschema@.guard_schema() RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_event_trigger_ddl_commands() AS c
+                 JOIN pg_catalog.pg_extension AS e ON e.extnamespace = c.objid
+                 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.objid
+                WHERE c.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass
+                  AND e.extname = 'pg_lease'
+                  AND n.nspname <> 'lease') THEN
+        RAISE EXCEPTION 'the schema lease of extension pg_lease cannot be renamed'
+            USING ERRCODE = '42501',
+                  DETAIL = 'The extension''s functions run as superuser and find their table by its schema''s name.',
+                  HINT = 'Drop the extension first (DROP EXTENSION pg_lease), or leave the schema''s name alone.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.guard_schema() IS
+    'event trigger function: refuses ALTER SCHEMA ... RENAME of the extension''s schema (see pg_lease_guard_schema).';
+
+CREATE EVENT TRIGGER pg_lease_guard_schema ON ddl_command_end
+    WHEN TAG IN ('ALTER SCHEMA')
+    EXECUTE FUNCTION @extschema@.guard_schema();
