@@ -148,6 +148,23 @@ func PgCtlStartArgs(data, socketDir string, port int, logFile string) []string {
 	return []string{"-D", data, "-o", opts, "-l", logFile, "-w", "-t", "60", "start"}
 }
 
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: no
+// checkpoint, recovery at the next start) and keeps its files.
+func (s *Server) Crash(ctx context.Context) error {
+	if out, err := s.run(ctx, "pg_ctl", "-D", filepath.Join(s.Dir, "data"), "-m", "immediate", "-w", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop -m immediate: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Restart starts a stopped server again on the same files.
+func (s *Server) Restart(ctx context.Context) error {
+	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(filepath.Join(s.Dir, "data"), s.Dir, s.Port, filepath.Join(s.Dir, "server.log"))...); err != nil {
+		return fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, s.Log())
+	}
+	return nil
+}
+
 // Stop stops the server immediately and removes its directory.
 func (s *Server) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -349,6 +349,18 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 		}
 	}
 
+	// Nothing acknowledged is lost, whatever else happened: the table's
+	// epoch is at least every epoch handed out, and past every release.
+	var top int64
+	for _, h := range hs {
+		top = max(top, h.epoch)
+		if h.release != nil {
+			top = max(top, h.epoch+1)
+		}
+	}
+	if top > 0 && (!haveRow || row.Epoch < top) {
+		c.fail("table-keeps-epochs", "%s: the table has epoch %d (row: %v), but epoch %d was handed out or released into", name, row.Epoch, haveRow, top)
+	}
 	if !certain {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,10 @@ type Config struct {
 	MinTTL   time.Duration
 	MaxTTL   time.Duration
 	MaxWait  time.Duration // longest max_wait of a blocking acquire
+	// Reconnect: a call whose connection fails is recorded with an unknown
+	// outcome and the client reconnects (for fault injection); otherwise a
+	// failed connection ends the run with an error.
+	Reconnect bool
 }
 
 // Defaults fills the zero fields.
@@ -65,35 +70,61 @@ func Run(ctx context.Context, cfg Config) ([]Op, error) {
 	)
 	deadline := time.Now().Add(cfg.Duration)
 	for i := range cfg.Clients {
-		conn, err := pgx.Connect(ctx, cfg.DSN)
+		conn, err := connect(ctx, cfg, time.Time{})
 		if err != nil {
-			return nil, fmt.Errorf("client %d: %w", i, err)
-		}
-		// a wait that never ends (a bug) must not hang the run
-		if _, err := conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", (cfg.MaxWait+WaitOvershoot+2*time.Second).Milliseconds())); err != nil {
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer conn.Close(context.Background())
 			cl := &client{id: i, conn: conn, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), tokens: map[string]int64{}}
+			defer func() { cl.conn.Close(context.Background()) }()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				op, err := cl.step(ctx)
-				if err != nil {
+				if op.Kind != "" {
+					mu.Lock()
+					op.ID = len(history)
+					history = append(history, op)
+					mu.Unlock()
+				}
+				if err == nil {
+					continue
+				}
+				if !cfg.Reconnect {
 					errs <- fmt.Errorf("client %d: %w", i, err)
 					return
 				}
-				mu.Lock()
-				op.ID = len(history)
-				history = append(history, op)
-				mu.Unlock()
+				cl.conn.Close(context.Background())
+				if cl.conn, err = connect(ctx, cfg, deadline.Add(time.Minute)); err != nil {
+					errs <- fmt.Errorf("client %d: reconnect: %w", i, err)
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	return history, errors.Join(collect(errs)...)
+}
+
+// connect opens a client connection, retrying until retryUntil while the
+// server is away (restarting after a crash).
+func connect(ctx context.Context, cfg Config, retryUntil time.Time) (*pgx.Conn, error) {
+	for {
+		conn, err := pgx.Connect(ctx, cfg.DSN)
+		if err == nil {
+			// a wait that never ends (a bug) must not hang the run
+			_, err = conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", (cfg.MaxWait+WaitOvershoot+2*time.Second).Milliseconds()))
+			if err == nil {
+				return conn, nil
+			}
+			conn.Close(ctx)
+		}
+		if time.Now().After(retryUntil) || ctx.Err() != nil {
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func collect(ch chan error) []error {
@@ -147,6 +178,7 @@ func (c *client) step(ctx context.Context) (Op, error) {
 	}
 	err := c.call(ctx, &op)
 	if err != nil {
+		delete(c.tokens, name) // whatever happened, this client does not know
 		return op, err
 	}
 	if op.Kind == Acquire && op.Acquired && !op.RolledBack && op.Err == "" {
@@ -194,7 +226,7 @@ func (c *client) call(ctx context.Context, op *Op) error {
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-	case errors.As(err, &pe):
+	case errors.As(err, &pe) && !lost(pe):
 		op.Err, op.ErrMsg = pe.Code, pe.Message
 		if op.RolledBack {
 			c.conn.Exec(ctx, "ROLLBACK")
@@ -204,6 +236,12 @@ func (c *client) call(ctx context.Context, op *Op) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
+}
+
+// lost reports errors after which the call's outcome is unknown: the
+// connection was terminated (by an administrator, a crash or a shutdown).
+func lost(pe *pgconn.PgError) bool {
+	return pe.Severity == "FATAL" || pe.Severity == "PANIC" || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
 }
 
 // Table reads lease.leases for the names of a run.

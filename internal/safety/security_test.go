@@ -1,0 +1,151 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The installer's attack: install the trusted extension as a non-superuser
+// with CREATE on the database, rename the extension's schema, create a
+// schema of the old name with a table "leases" whose trigger records who
+// runs it, and call a SECURITY DEFINER function, which finds the table by
+// its schema's name and runs as the bootstrap superuser.
+var attack = []string{
+	"ALTER SCHEMA lease RENAME TO lease_moved",
+	"CREATE SCHEMA lease",
+	"CREATE TABLE public.attack_log (who text, superuser boolean)",
+	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz)`,
+	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
+	 BEGIN
+	     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
+	     RETURN NEW;
+	 END $$`,
+	"CREATE TRIGGER attack BEFORE INSERT OR UPDATE ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.attack()",
+	"SELECT * FROM lease_moved.acquire('x', 'attacker', interval '1 minute')",
+}
+
+// installerSession creates the installer role and returns its connection
+// to a fresh database in which it installed ext.
+func installerSession(t *testing.T, dsn, db, ext string) *pgx.Conn {
+	t.Helper()
+	mustExec(t, dsn,
+		"CREATE ROLE "+db+"_installer LOGIN",
+		"CREATE DATABASE "+db,
+		"GRANT CREATE ON DATABASE "+db+" TO "+db+"_installer")
+	cfg, err := pgx.ParseConfig(strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1), "GRANT CREATE ON SCHEMA public TO "+db+"_installer")
+	cfg.User = db + "_installer"
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(context.Background(), "CREATE EXTENSION "+ext); err != nil {
+		t.Fatalf("the installer cannot install %s: %v", ext, err)
+	}
+	return conn
+}
+
+func TestInstallerCannotRunCodeAsSuperuser(t *testing.T) {
+	srv, inst := server(t)
+	ctx := context.Background()
+
+	// Without the guard the attack works: this is what the guard is for.
+	variant(t, inst, "pg_lease_unguarded", func(s string) string {
+		i := strings.Index(s, "CREATE EVENT TRIGGER")
+		if i < 0 {
+			t.Fatal("the script has no event trigger")
+		}
+		return s[:i]
+	})
+	conn := installerSession(t, srv.DSN("postgres"), "unguarded", "pg_lease_unguarded")
+	for _, sql := range attack {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("unguarded: %s: %v", sql, err)
+		}
+	}
+	var who string
+	var super bool
+	if err := conn.QueryRow(ctx, "SELECT who, superuser FROM public.attack_log").Scan(&who, &super); err != nil || !super {
+		t.Fatalf("the unguarded variant did not let the attack run as superuser (%v, %q, %v): the test proves nothing", err, who, super)
+	}
+	t.Logf("without the guard the installer's trigger ran as %s (superuser %v)", who, super)
+
+	// With the guard, the first step is refused and nothing runs.
+	conn = installerSession(t, srv.DSN("postgres"), "guarded", "pg_lease")
+	_, err := conn.Exec(ctx, attack[0])
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "cannot be renamed") {
+		t.Fatalf("renaming the schema: %v; want 42501 cannot be renamed", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = 'lease_moved'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the schema was renamed anyway (%v)", err)
+	}
+	// the rest of the attack cannot even begin: there is a schema lease already
+	if _, err := conn.Exec(ctx, attack[1]); err == nil {
+		t.Error("created a second schema lease")
+	}
+	// and the API still works for the installer
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT acquired FROM lease.acquire('x', 'installer', interval '1 minute')").Scan(&ok); err != nil || !ok {
+		t.Errorf("acquire after the refused attack: %v %v", ok, err)
+	}
+}
+
+// TestOtherRolesAreRefused: PUBLIC and the installer cannot read or write
+// the table; a role whose EXECUTE a DBA revoked is refused.
+func TestOtherRolesAreRefused(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	conn := installerSession(t, srv.DSN("postgres"), "roles", "pg_lease")
+	dsn := strings.Replace(srv.DSN("postgres"), "dbname=postgres", "dbname=roles", 1)
+	mustExec(t, dsn, "CREATE ROLE roles_app LOGIN", "CREATE ROLE roles_other LOGIN",
+		"REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA lease FROM PUBLIC",
+		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA lease TO roles_app")
+	for _, role := range []string{"roles_installer", "roles_other"} {
+		for _, sql := range []string{
+			"SELECT count(*) FROM lease.leases",
+			"INSERT INTO lease.leases VALUES ('x', 'y', 1, now())",
+			"UPDATE lease.leases SET epoch = epoch + 1",
+			"DELETE FROM lease.leases",
+		} {
+			_, err := conn.Exec(ctx, "SET ROLE "+role+"; "+sql)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "42501" {
+				t.Errorf("%s: %s: %v; want 42501", role, sql, err)
+			}
+			conn.Exec(ctx, "RESET ROLE")
+		}
+	}
+	cfg, _ := pgx.ParseConfig(dsn)
+	cfg.User = "roles_other"
+	other, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	_, err = other.Exec(ctx, "SELECT * FROM lease.acquire('x', 'other', interval '1 minute')")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Errorf("a role without EXECUTE: %v; want 42501", err)
+	}
+	cfg.User = "roles_app"
+	app, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	var ok bool
+	if err := app.QueryRow(ctx, "SELECT acquired FROM lease.acquire('x', 'app', interval '1 minute')").Scan(&ok); err != nil || !ok {
+		t.Errorf("the granted role: %v %v", ok, err)
+	}
+}
