@@ -1,0 +1,295 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pglease/pglease-gen/internal/stress"
+)
+
+// faultRun runs the stress workload while inject injects faults, then
+// checks the history; it returns what inject reported.
+func faultRun(t *testing.T, dsn string, d time.Duration, inject func(ctx context.Context, rng *rand.Rand) (string, error)) {
+	t.Helper()
+	cfg := stress.Config{DSN: dsn, Clients: 6, Names: 3, Duration: d, Seed: 7, Reconnect: true}.Defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var faults []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(1, 2))
+		time.Sleep(300 * time.Millisecond)
+		for ctx.Err() == nil {
+			what, err := inject(ctx, rng)
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("inject: %v", err)
+				return
+			}
+			if what != "" {
+				faults = append(faults, what)
+			}
+		}
+	}()
+	ops, err := stress.Run(context.Background(), cfg)
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := stress.Table(context.Background(), dsn, cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := stress.Check(ops, final)
+	unknown := 0
+	for _, o := range ops {
+		if o.Unknown {
+			unknown++
+		}
+	}
+	t.Logf("%d faults (%s), %d operations, %d with unknown outcome, %d violations", len(faults), summarize(faults), len(ops), unknown, len(vs))
+	for _, v := range vs[:min(len(vs), 5)] {
+		t.Error(v)
+	}
+	if len(faults) == 0 || unknown == 0 {
+		t.Errorf("no fault reached a call (%d faults, %d unknown outcomes): the test proves nothing", len(faults), unknown)
+	}
+}
+
+func summarize(faults []string) string {
+	n := map[string]int{}
+	for _, f := range faults {
+		n[f]++
+	}
+	return fmt.Sprint(n)
+}
+
+// backends returns the client backends of a database (not this session).
+func backends(ctx context.Context, admin *pgx.Conn, db string) ([]int, error) {
+	rows, err := admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'", db)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+func TestTerminatedBackends(t *testing.T) {
+	srv, _ := server(t)
+	dsn := database(t, srv, "terminate", "pg_lease")
+	admin := connect(t, srv.DSN("postgres"))
+	faultRun(t, dsn, 6*time.Second, func(ctx context.Context, rng *rand.Rand) (string, error) {
+		time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
+		pids, err := backends(ctx, admin, "terminate")
+		if err != nil || len(pids) == 0 {
+			return "", err
+		}
+		// prefer a backend in the middle of a call, a blocking wait among them
+		var busy []int
+		rows, err := admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = 'terminate' AND state = 'active' AND pid <> pg_backend_pid()")
+		if err == nil {
+			busy, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+		}
+		if len(busy) > 0 {
+			pids = busy
+		}
+		_, err = admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pids[rng.IntN(len(pids))])
+		return "pg_terminate_backend", err
+	})
+}
+
+func TestKilledBackends(t *testing.T) {
+	srv, _ := server(t)
+	dsn := database(t, srv, "kill9", "pg_lease")
+	var admin *pgx.Conn
+	faultRun(t, dsn, 8*time.Second, func(ctx context.Context, rng *rand.Rand) (string, error) {
+		time.Sleep(time.Duration(700+rng.IntN(600)) * time.Millisecond)
+		var err error
+		if admin == nil || admin.IsClosed() {
+			// the whole cluster restarts after a backend is killed
+			if admin, err = pgx.Connect(ctx, srv.DSN("postgres")); err != nil {
+				return "", nil // not back yet
+			}
+		}
+		rows, err := admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = 'kill9' AND state = 'active'")
+		if err != nil {
+			admin = nil
+			return "", nil
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil || len(pids) == 0 {
+			return "", nil
+		}
+		if err := syscall.Kill(pids[rng.IntN(len(pids))], syscall.SIGKILL); err != nil {
+			return "", err
+		}
+		admin.Close(ctx)
+		admin = nil
+		return "kill -9 of a backend (cluster restart)", nil
+	})
+}
+
+func TestImmediateShutdown(t *testing.T) {
+	srv, _ := server(t)
+	dsn := database(t, srv, "crash", "pg_lease")
+	faultRun(t, dsn, 8*time.Second, func(ctx context.Context, rng *rand.Rand) (string, error) {
+		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
+		if ctx.Err() != nil {
+			return "", nil
+		}
+		if err := srv.Crash(context.Background()); err != nil {
+			return "", err
+		}
+		time.Sleep(200 * time.Millisecond)
+		return "pg_ctl stop -m immediate, then start", srv.Restart(context.Background())
+	})
+}
+
+// A blocking wait cut short by statement_timeout or pg_cancel_backend ends
+// with 57014 and leaves no state and no lock behind.
+func TestCancelledWaitLeavesNothing(t *testing.T) {
+	srv, _ := server(t)
+	dsn := database(t, srv, "cancel", "pg_lease")
+	ctx := context.Background()
+	holder, waiter, admin := connect(t, dsn), connect(t, dsn), connect(t, dsn)
+	var epoch int64
+	if err := holder.QueryRow(ctx, "SELECT epoch FROM lease.acquire('job', 'holder', interval '1 hour')").Scan(&epoch); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"statement_timeout", "pg_cancel_backend"} {
+		if _, err := waiter.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if how == "statement_timeout" {
+			waiter.Exec(ctx, "SET LOCAL statement_timeout = '300ms'")
+		} else {
+			var pid int
+			waiter.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid)
+			}()
+		}
+		start := time.Now()
+		_, err := waiter.Exec(ctx, "SELECT * FROM lease.acquire('job', 'waiter', interval '1 minute', interval '30 seconds')")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 10*time.Second {
+			t.Fatalf("%s: %v after %s; want 57014 soon", how, err, time.Since(start))
+		}
+		// the waiter's transaction is still open (aborted): it must hold no
+		// lock that makes the holder wait
+		if _, err := holder.Exec(ctx, "SET lock_timeout = '500ms'"); err != nil {
+			t.Fatal(err)
+		}
+		var status string
+		if err := holder.QueryRow(ctx, "SELECT status FROM lease.renew('job', 'holder', $1, interval '1 hour')", epoch).Scan(&status); err != nil || status != "ok" {
+			t.Errorf("%s: the holder's renew while the waiter's transaction is open: %q %v", how, status, err)
+		}
+		waiter.Exec(ctx, "ROLLBACK")
+		var owner string
+		if err := admin.QueryRow(ctx, "SELECT owner FROM lease.inspect('job')").Scan(&owner); err != nil || owner != "holder" {
+			t.Errorf("%s: owner %q after the cancelled wait (%v)", how, owner, err)
+		}
+	}
+	var n int
+	admin.QueryRow(ctx, "SELECT count(*) FROM lease.leases").Scan(&n)
+	if n != 1 {
+		t.Errorf("%d rows after cancelled waits; want 1", n)
+	}
+
+}
+
+// pg_dump and pg_restore into a fresh database carry leases and epochs
+// over; a released name continues from its epoch.
+func TestDumpAndRestore(t *testing.T) {
+	srv, inst := server(t)
+	dsn := database(t, srv, "dumped", "pg_lease")
+	mustExec(t, dsn,
+		"SELECT lease.acquire('held', 'a', interval '1 hour')",
+		"SELECT lease.acquire('released', 'a', interval '1 hour')",
+		"SELECT lease.release('released', 'a', 1)",
+		"SELECT lease.acquire('released', 'b', interval '1 hour')",
+		"SELECT lease.release('released', 'b', 2)",
+		"SELECT lease.acquire('lapsed', 'a', interval '1 millisecond')",
+	)
+	time.Sleep(10 * time.Millisecond)
+	dump := filepath.Join(t.TempDir(), "dump")
+	pgDump := filepath.Join(inst.BinDir, "pg_dump")
+	out, err := exec.Command(pgDump, "-Fc", "-f", dump, "-h", srv.Socket(), "-p", fmt.Sprint(srv.Port), "-U", "postgres", "dumped").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	database(t, srv, "restored", "")
+	out, err = exec.Command(filepath.Join(inst.BinDir, "pg_restore"), "--exit-on-error", "-d", "restored", "-h", srv.Socket(), "-p", fmt.Sprint(srv.Port), "-U", "postgres", dump).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	state := func(dsn string) string {
+		conn := connect(t, dsn)
+		var s string
+		if err := conn.QueryRow(context.Background(), "SELECT string_agg(format('%s:%s:%s:%s', name, held, owner, epoch), ' ' ORDER BY name) FROM (VALUES ('held'), ('released'), ('lapsed')) v(name), lease.inspect(v.name)").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	restored := srv.DSN("restored")
+	if a, b := state(dsn), state(restored); a != b {
+		t.Fatalf("restored state differs:\n%s\n%s", a, b)
+	} else {
+		t.Logf("carried over: %s", b)
+	}
+	conn := connect(t, restored)
+	var e1, e2 int64
+	conn.QueryRow(context.Background(), "SELECT epoch FROM lease.acquire('released', 'c', interval '1 minute')").Scan(&e1)
+	conn.QueryRow(context.Background(), "SELECT epoch FROM lease.acquire('lapsed', 'c', interval '1 minute')").Scan(&e2)
+	if e1 != 3 || e2 != 2 {
+		t.Errorf("after restore: released name acquired at epoch %d (want 3), lapsed at %d (want 2)", e1, e2)
+	}
+	var ok bool
+	conn.QueryRow(context.Background(), "SELECT acquired FROM lease.acquire('held', 'c', interval '1 minute')").Scan(&ok)
+	if ok {
+		t.Error("after restore a held lease was acquired by another owner")
+	}
+}
+
+// A connection lost inside an open transaction that had just acquired:
+// rolled back, the lease is free again.
+func TestConnectionLostInTransaction(t *testing.T) {
+	srv, _ := server(t)
+	dsn := database(t, srv, "lost", "pg_lease")
+	ctx := context.Background()
+	victim, admin := connect(t, dsn), connect(t, dsn)
+	victim.Exec(ctx, "BEGIN")
+	var ok bool
+	if err := victim.QueryRow(ctx, "SELECT acquired FROM lease.acquire('job', 'victim', interval '1 hour')").Scan(&ok); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	var pid int
+	victim.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", pid); err != nil {
+		t.Fatal(err)
+	}
+	var held bool
+	var epoch *int64
+	admin.QueryRow(ctx, "SELECT held, epoch FROM lease.inspect('job')").Scan(&held, &epoch)
+	if held || epoch != nil {
+		t.Errorf("after the lost connection: held %v epoch %v; want an unknown name", held, epoch)
+	}
+	var e int64
+	if err := admin.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire('job', 'next', interval '1 minute')").Scan(&ok, &e); err != nil || !ok || e != 1 {
+		t.Errorf("the next acquire: %v %d %v; want epoch 1", ok, e, err)
+	}
+
+}
