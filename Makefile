@@ -12,6 +12,7 @@
 #   make images               build the local stand-ins pglease/postgres:14..18
 #                             and pglease/el9:14..18
 #   make soak [DURATION=10m]  the stress test with its history checker
+#   make fuzz [FUZZTIME=30s]  fuzz every argument against a live server
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make docker               install and start a Docker engine if none answers
@@ -44,7 +45,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix rpm-proof,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix rpm-proof fuzz,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -62,7 +63,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix rpm-proof soak suites results
+.PHONY: test deps docker images go-test matrix rpm-proof soak stress-ci fuzz suites results
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -72,7 +73,7 @@ PG ?= all
 
 # Installs what the tests need (idempotent), then runs them.
 test: deps images
-	$(MAKE) go-test matrix rpm-proof
+	$(MAKE) go-test stress-ci fuzz matrix rpm-proof
 
 deps:
 	bash .ci/deps.sh
@@ -94,6 +95,14 @@ matrix:
 DURATION ?= 10m
 soak:
 	$(GO) run ./cmd/pglease-gen stress --duration $(DURATION) --pg-config $(PG_CONFIG)
+
+# The bounded versions CI runs: one minute of stress, thirty seconds of fuzzing.
+stress-ci:
+	$(GO) run ./cmd/pglease-gen stress --duration 60s --pg-config $(PG_CONFIG)
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzCall -fuzztime $(FUZZTIME) ./internal/safety
 
 # The packages as users get them: pglease-gen build, then on each major's
 # EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.
