@@ -13,6 +13,8 @@
 #                             and pglease/el9:14..18
 #   make soak [DURATION=10m]  the stress test with its history checker
 #   make fuzz [FUZZTIME=30s]  fuzz every argument against a live server
+#   make bench                pg_lease against a floor and peers; writes
+#                             bench/results/latest.{md,png} (about 10 minutes)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make docker               install and start a Docker engine if none answers
@@ -45,7 +47,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix rpm-proof fuzz,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix rpm-proof fuzz bench bench-quick,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -63,7 +65,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix rpm-proof soak stress-ci fuzz suites results
+.PHONY: test deps docker images go-test matrix rpm-proof soak stress-ci fuzz bench bench-quick suites results
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -73,7 +75,7 @@ PG ?= all
 
 # Installs what the tests need (idempotent), then runs them.
 test: deps images
-	$(MAKE) go-test stress-ci fuzz matrix rpm-proof
+	$(MAKE) go-test stress-ci fuzz bench-quick matrix rpm-proof
 
 deps:
 	bash .ci/deps.sh
@@ -103,6 +105,14 @@ stress-ci:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCall -fuzztime $(FUZZTIME) ./internal/safety
+
+# Benchmarks (bench/ is its own module, so that the peers' dependencies stay
+# out of this one). bench-quick is the smoke run CI does; it asserts no timing.
+bench:
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -out results
+
+bench-quick:
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -out ../$(BUILD)/bench-quick
 
 # The packages as users get them: pglease-gen build, then on each major's
 # EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.

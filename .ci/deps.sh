@@ -2,12 +2,13 @@
 # Installs what `make test` needs on Debian 12, idempotently: PostgreSQL 15
 # (server, client, pg_regress and pg_isolation_regress) for the local runs,
 # debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
-# for the packaging tests, and Go's module cache. The Docker
+# for the packaging tests, redis-server for the benchmark's peer, and Go's
+# module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
 need=()
-for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf; do
+for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -26,3 +27,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 command -v go >/dev/null || { echo "deps: go is not on PATH (expected /usr/local/go/bin)" >&2; exit 1; }
 go mod download
+(cd bench && go mod download)
+# the benchmark starts its own Redis; the package's service is not wanted
+if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
+  systemctl stop redis-server || true
+fi

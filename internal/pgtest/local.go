@@ -84,11 +84,12 @@ func ParseMajor(version string) (int, error) {
 
 // Server is a running throwaway server.
 type Server struct {
-	Install Install
-	Dir     string // holds the data directory, the socket and the log
-	Port    int
-	User    string // the bootstrap superuser
-	cred    *syscall.Credential
+	Install  Install
+	Dir      string // holds the data directory, the socket and the log
+	Port     int
+	User     string // the bootstrap superuser
+	cred     *syscall.Credential
+	settings []string
 }
 
 // Socket is the directory holding the server's unix socket (libpq's host).
@@ -103,6 +104,12 @@ func (s *Server) DSN(db string) string {
 // when empty) and starts it listening only on a unix socket. As root, the
 // server runs as the "postgres" user, since PostgreSQL refuses to run as root.
 func Start(ctx context.Context, inst Install, parent string) (*Server, error) {
+	return StartWith(ctx, inst, parent)
+}
+
+// StartWith is Start with server settings ("name=value", e.g. fsync=on)
+// that override the defaults.
+func StartWith(ctx context.Context, inst Install, parent string, settings ...string) (*Server, error) {
 	dir, err := os.MkdirTemp(parent, "pglease-pg-")
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
@@ -127,7 +134,8 @@ func Start(ctx context.Context, inst Install, parent string) (*Server, error) {
 		s.remove()
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(data, dir, s.Port, filepath.Join(dir, "server.log"))...); err != nil {
+	s.settings = settings
+	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(data, dir, s.Port, filepath.Join(dir, "server.log"), settings...)...); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 		s.remove()
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, log)
@@ -143,8 +151,12 @@ func InitdbArgs(data, user string) []string {
 
 // PgCtlStartArgs are pg_ctl's arguments to start the cluster in data
 // listening on no TCP address, only on a unix socket in socketDir.
-func PgCtlStartArgs(data, socketDir string, port int, logFile string) []string {
+// Each of settings ("name=value") is passed on as -c and overrides these.
+func PgCtlStartArgs(data, socketDir string, port int, logFile string, settings ...string) []string {
 	opts := fmt.Sprintf("-c listen_addresses='' -k %s -p %d -c fsync=off -c max_connections=50", socketDir, port)
+	for _, s := range settings {
+		opts += " -c " + s
+	}
 	return []string{"-D", data, "-o", opts, "-l", logFile, "-w", "-t", "60", "start"}
 }
 
@@ -159,7 +171,7 @@ func (s *Server) Crash(ctx context.Context) error {
 
 // Restart starts a stopped server again on the same files.
 func (s *Server) Restart(ctx context.Context) error {
-	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(filepath.Join(s.Dir, "data"), s.Dir, s.Port, filepath.Join(s.Dir, "server.log"))...); err != nil {
+	if out, err := s.run(ctx, "pg_ctl", PgCtlStartArgs(filepath.Join(s.Dir, "data"), s.Dir, s.Port, filepath.Join(s.Dir, "server.log"), s.settings...)...); err != nil {
 		return fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, s.Log())
 	}
 	return nil

@@ -3,6 +3,7 @@ package stress
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -248,9 +249,26 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 		st     state
 		lo, hi time.Time
 	}
+	// A state's window ends when the next change was committed, which can be
+	// long after that change was written (a blocking acquire's call): look
+	// back that far, and no further, for states that reach into a call.
+	var span time.Duration
+	for _, st := range states[1:] {
+		span = max(span, st.seen.Sub(st.at))
+	}
+	// first is the index of the first state that may reach into a call
+	// starting at s.
+	first := func(s time.Time) int {
+		i := sort.Search(len(states), func(i int) bool { return i > 0 && !states[i].at.Before(s.Add(-span-tol)) })
+		return max(0, i-1)
+	}
 	possible := func(s, f time.Time) []window {
 		var out []window
-		for i, st := range states {
+		for i := first(s); i < len(states); i++ {
+			st := states[i]
+			if i > 0 && st.at.After(f.Add(tol)) {
+				break
+			}
 			lo := st.at
 			if i == 0 {
 				lo = s
@@ -305,8 +323,9 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 		case o.Kind == Acquire && o.MaxWait > 0 && o.Err == "57014":
 			// Certainly free: after a state's change committed and before the
 			// next change was written, while it was unknown, released or lapsed.
-			for i, st := range states {
-				if i == 0 || (st.h != nil && st.h.owner == o.Owner) {
+			for i := max(1, first(o.Start)); i < len(states) && !states[i].at.After(o.End); i++ {
+				st := states[i]
+				if st.h != nil && st.h.owner == o.Owner {
 					continue
 				}
 				from := st.seen

@@ -1,0 +1,269 @@
+// Command bench measures pg_lease against a floor of bare UPDATEs and
+// against peers (advisory locks, Redis, etcd), side by side in one run on
+// one machine, and writes a Markdown table and a PNG chart. Run it with
+// `make bench` (or `make bench-quick`, a smoke run with shorter phases).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgtest"
+)
+
+type options struct {
+	quick   bool
+	phase   time.Duration // length of one measurement
+	soak    int           // cycles of the soak
+	handoff int           // hand-offs measured
+	out     string
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
+	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
+	flag.Parse()
+	o.phase, o.soak, o.handoff = 5*time.Second, 1_000_000, 200
+	if o.quick {
+		o.phase, o.soak, o.handoff = 700*time.Millisecond, 20_000, 20
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	work, err := os.MkdirTemp("", "pglease-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	// PostgreSQL with the durability of a real server: fsync on.
+	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
+	if err != nil {
+		return err
+	}
+	if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+		return err
+	}
+	srv, err := pgtest.StartWith(ctx, inst, "", "fsync=on", "shared_buffers=256MB", "max_connections=100")
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	dsn := srv.DSN("postgres")
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE EXTENSION pg_lease; "+floorSchema); err != nil {
+		return err
+	}
+	var pgVersion string
+	admin.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion)
+	say("PostgreSQL %s on %s (fsync on)", pgVersion, srv.Socket())
+
+	redisSock, stopRedis, redisVersion, err := startRedis(work)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+	say("Redis %s on %s (in memory: no appendonly, no snapshots)", redisVersion, redisSock)
+
+	etcdURL, stopEtcd, err := startEtcd(work)
+	if err != nil {
+		return err
+	}
+	defer stopEtcd()
+	say("etcd (embedded) on %s", etcdURL)
+
+	pg := func(name, sync string, wrap func(pgLease) Client) System {
+		return System{Name: name, Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
+			conn, pid, err := pgConnect(ctx, dsn, sync)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(pgLease{conn, pid}), nil
+		}}
+	}
+	lease := func(p pgLease) Client { return &p }
+	fl := func(p pgLease) Client { return &floor{p} }
+	adv := func(p pgLease) Client { return &advisory{p} }
+	systems := []System{
+		pg("pg_lease", "on", lease),
+		pg("floor", "on", fl),
+		pg("pg_lease", "off", lease),
+		pg("floor", "off", fl),
+		pg("advisory lock", "on", adv),
+		{Name: "Redis", Durable: "memory", Connect: func(ctx context.Context) (Client, error) {
+			c := redis.NewClient(&redis.Options{Network: "unix", Addr: redisSock})
+			return &redisClient{c: c}, c.Ping(ctx).Err()
+		}},
+		{Name: "etcd", Durable: "fsync", Connect: func(ctx context.Context) (Client, error) {
+			c, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 5 * time.Second})
+			if err != nil {
+				return nil, err
+			}
+			return &etcdClient{c: c}, nil
+		}},
+	}
+
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("res-%04d", i)
+	}
+	// the floor's rows exist from the start, like pg_lease's after a first use
+	if _, err := admin.Exec(ctx, "INSERT INTO floor_leases (name) SELECT format('res-%s', lpad(g::text, 4, '0')) FROM generate_series(0, 999) g ON CONFLICT DO NOTHING"); err != nil {
+		return err
+	}
+
+	var rs []Result
+	for _, clients := range []int{1, 2, 8} {
+		for _, s := range systems {
+			r, err := cycles(ctx, s, names, clients, o.phase)
+			if err != nil {
+				return fmt.Errorf("%s cycles: %w", s.Name, err)
+			}
+			say("%s", r)
+			rs = append(rs, r)
+		}
+	}
+	for _, s := range systems {
+		if s.Name == "advisory lock" {
+			continue // nothing expires, nothing to renew
+		}
+		r, err := renews(ctx, s, names, 8, o.phase)
+		if err != nil {
+			return fmt.Errorf("%s renews: %w", s.Name, err)
+		}
+		say("%s", r)
+		rs = append(rs, r)
+	}
+	for _, s := range systems {
+		r, err := hot(ctx, s, 8, o.phase)
+		if err != nil {
+			return fmt.Errorf("%s hot: %w", s.Name, err)
+		}
+		say("%s", r)
+		rs = append(rs, r)
+	}
+	for _, s := range systems {
+		if s.Name == "floor" && s.Durable == "sync off" || s.Name == "pg_lease" && s.Durable == "sync off" {
+			continue
+		}
+		r, err := handoff(ctx, s, o.handoff)
+		if err != nil {
+			return fmt.Errorf("%s hand-off: %w", s.Name, err)
+		}
+		say("%s", r)
+		rs = append(rs, r)
+	}
+	soak, err := soakRun(ctx, systems[2], admin, names, o.soak)
+	if err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	say("soak: %s", soak)
+
+	env := machine(pgVersion, redisVersion)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	md := report(rs, soak, env, o)
+	if err := os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if err := chart(rs, filepath.Join(o.out, "latest.png")); err != nil {
+		return err
+	}
+	fmt.Print("\n" + md)
+	return nil
+}
+
+func startRedis(dir string) (sock string, stop func(), version string, err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, "", fmt.Errorf("redis-server is not installed: apt-get install redis-server (make bench-deps does)")
+	}
+	out, _ := exec.Command(bin, "--version").Output()
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			version = v
+		}
+	}
+	sock = filepath.Join(dir, "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return "", nil, "", err
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return sock, func() { cmd.Process.Kill(); cmd.Wait() }, version, nil
+}
+
+// freePort finds a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startEtcd(dir string) (string, func(), error) {
+	cfg := embed.NewConfig()
+	cfg.Dir = filepath.Join(dir, "etcd")
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
+	var urls [2]url.URL
+	for i := range urls {
+		p, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		u, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p))
+		urls[i] = *u
+	}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{urls[0]}, []url.URL{urls[0]}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{urls[1]}, []url.URL{urls[1]}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		e.Close()
+		return "", nil, fmt.Errorf("etcd did not start")
+	}
+	return urls[1].String(), e.Close, nil
+}

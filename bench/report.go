@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"os"
+)
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// floorOf is the floor measurement a result compares with: the same
+// workload and clients, at the same durability for PostgreSQL systems and
+// at sync on for the others.
+func floorOf(rs []Result, r Result) (Result, bool) {
+	want := "sync on"
+	if r.Durable == "sync off" {
+		want = "sync off"
+	}
+	for _, f := range rs {
+		if f.System == "floor" && f.Durable == want && f.Workload == r.Workload && f.Clients == r.Clients {
+			return f, true
+		}
+	}
+	return Result{}, false
+}
+
+func report(rs []Result, soak Soak, env []string, o options) string {
+	var b strings.Builder
+	title := "pg_lease benchmark"
+	if o.quick {
+		title += " (quick smoke run: short phases, figures are rough)"
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	for _, e := range env {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	fmt.Fprintf(&b, "- phases of %s each, one run; ratios are to the floor measured in the same run\n\n", o.phase)
+	sections := []struct{ workload, title string }{
+		{"cycle", "Acquire + release cycles on 1,000 names (each client on its own names)"},
+		{"renew", "Renew-heavy: 8 clients, each renewing its 10 leases in turn"},
+		{"hot", "One hot name, 8 clients trying without waiting (ops = successful cycles)"},
+	}
+	for _, sec := range sections {
+		fmt.Fprintf(&b, "## %s\n\n| system | durability | clients | ops/s | p50 | p99 | / floor |\n|---|---|---:|---:|---:|---:|---:|\n", sec.title)
+		for _, r := range rs {
+			if r.Workload != sec.workload {
+				continue
+			}
+			ratio := ""
+			if f, ok := floorOf(rs, r); ok && f.PerSec() > 0 {
+				ratio = fmt.Sprintf("%.2f", r.PerSec()/f.PerSec())
+			}
+			extra := ""
+			if r.Workload == "hot" {
+				extra = fmt.Sprintf(" (%.0f tries/s)", float64(r.Tries)/r.Elapsed.Seconds())
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.0f%s | %s | %s | %s |\n", r.System, r.Durable, r.Clients, r.PerSec(), extra, ms(r.Pct(0.5)), ms(r.Pct(0.99)), ratio)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "## Hand-off: release committed to the blocked waiter's acquire returning\n\n| system | how it waits | p50 | p99 | waiter CPU while waiting |\n|---|---|---:|---:|---:|\n")
+	for _, r := range rs {
+		if r.Workload != "hand-off" {
+			continue
+		}
+		how := "polls every 10 ms (client side)"
+		cpu := "client side"
+		switch r.System {
+		case "pg_lease":
+			how = "lease.acquire(max_wait), lease.poll_interval 10ms"
+			cpu = fmt.Sprintf("%.1f%% of a core", 100*r.CPU)
+		case "advisory lock":
+			how = "pg_advisory_lock (lock queue)"
+			cpu = fmt.Sprintf("%.1f%% of a core", 100*r.CPU)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
+	}
+	hot := 0.0
+	if soak.Updates > 0 {
+		hot = float64(soak.HOTs) / float64(soak.Updates)
+	}
+	fmt.Fprintf(&b, "\n## Soak: %d acquire/release cycles (pg_lease, sync off, 8 clients, %s)\n\n", soak.Cycles, soak.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "| | after 10,000 cycles | at the end |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "| table | %d kB | %d kB (%.2f×) |\n", soak.Early/1024, soak.Late/1024, float64(soak.Late)/float64(max(1, soak.Early)))
+	fmt.Fprintf(&b, "| index | %d kB | %d kB |\n", soak.EarlyIndex/1024, soak.Index/1024)
+	fmt.Fprintf(&b, "\nDead tuples at the end: %d. HOT updates: %d of %d (%.1f%%).\n\n", soak.Dead, soak.HOTs, soak.Updates, 100*hot)
+	fmt.Fprintf(&b, "pg_lease/floor: %s (sync on), %s (sync off)\n", cycleRatio(rs, "sync on"), cycleRatio(rs, "sync off"))
+	return b.String()
+}
+
+// cycleRatio is pg_lease's cycle throughput over the floor's, 8 clients.
+func cycleRatio(rs []Result, durable string) string {
+	var l, f float64
+	for _, r := range rs {
+		if r.Workload == "cycle" && r.Clients == 8 && r.Durable == durable {
+			switch r.System {
+			case "pg_lease":
+				l = r.PerSec()
+			case "floor":
+				f = r.PerSec()
+			}
+		}
+	}
+	if f == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", l/f)
+}
+
+// chart draws cycle throughput (8 clients) and hand-off latency per system.
+func chart(rs []Result, file string) error {
+	p1 := plot.New()
+	p1.Title.Text = "acquire+release cycles/s, 8 clients (log scale)"
+	p1.Y.Scale = plot.LogScale{}
+	p1.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	var vals plotter.Values
+	var labels []string
+	for _, r := range rs {
+		if r.Workload == "cycle" && r.Clients == 8 {
+			vals = append(vals, r.PerSec())
+			labels = append(labels, strings.ReplaceAll(r.System+"\n"+r.Durable, "sync ", "sync "))
+		}
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(28))
+	if err != nil {
+		return err
+	}
+	bars.Color = color.RGBA{R: 51, G: 103, B: 145, A: 255}
+	p1.Add(bars)
+	p1.NominalX(labels...)
+
+	p2 := plot.New()
+	p2.Title.Text = "hand-off delay, ms (p50 dark, p99 light)"
+	var p50, p99 plotter.Values
+	labels = nil
+	for _, r := range rs {
+		if r.Workload == "hand-off" {
+			p50 = append(p50, float64(r.Pct(0.5))/1e6)
+			p99 = append(p99, float64(r.Pct(0.99))/1e6)
+			labels = append(labels, r.System)
+		}
+	}
+	b50, err := plotter.NewBarChart(p50, vg.Points(18))
+	if err != nil {
+		return err
+	}
+	b99, err := plotter.NewBarChart(p99, vg.Points(18))
+	if err != nil {
+		return err
+	}
+	b50.Color = color.RGBA{R: 51, G: 103, B: 145, A: 255}
+	b99.Color = color.RGBA{R: 150, G: 190, B: 220, A: 255}
+	b50.Offset, b99.Offset = -vg.Points(9), vg.Points(9)
+	p2.Add(b50, b99)
+	p2.NominalX(labels...)
+
+	img := vgimg.New(13*vg.Inch, 5*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4, PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4}
+	cs := plot.Align([][]*plot.Plot{{p1, p2}}, tiles, dc)
+	p1.Draw(cs[0][0])
+	p2.Draw(cs[0][1])
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
