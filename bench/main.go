@@ -32,12 +32,18 @@ type options struct {
 	soak    int           // cycles of the soak
 	handoff int           // hand-offs measured
 	out     string
+	only    string // comma-separated workloads to run (development)
+}
+
+func (o options) wants(workload string) bool {
+	return o.only == "" || strings.Contains(","+o.only+",", ","+workload+",")
 }
 
 func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak), for profiling; writes no report")
 	flag.Parse()
 	o.phase, o.soak, o.handoff = 5*time.Second, 1_000_000, 200
 	if o.quick {
@@ -143,6 +149,9 @@ func run(o options) error {
 
 	var rs []Result
 	for _, clients := range []int{1, 2, 8} {
+		if !o.wants("cycle") {
+			break
+		}
 		for _, s := range systems {
 			r, err := cycles(ctx, s, names, clients, o.phase)
 			if err != nil {
@@ -153,6 +162,9 @@ func run(o options) error {
 		}
 	}
 	for _, s := range systems {
+		if !o.wants("renew") {
+			break
+		}
 		if s.Name == "advisory lock" {
 			continue // nothing expires, nothing to renew
 		}
@@ -164,6 +176,9 @@ func run(o options) error {
 		rs = append(rs, r)
 	}
 	for _, s := range systems {
+		if !o.wants("hot") {
+			break
+		}
 		r, err := hot(ctx, s, 8, o.phase)
 		if err != nil {
 			return fmt.Errorf("%s hot: %w", s.Name, err)
@@ -172,6 +187,9 @@ func run(o options) error {
 		rs = append(rs, r)
 	}
 	for _, s := range systems {
+		if !o.wants("hand-off") {
+			break
+		}
 		if s.Name == "floor" && s.Durable == "sync off" || s.Name == "pg_lease" && s.Durable == "sync off" {
 			continue
 		}
@@ -182,11 +200,17 @@ func run(o options) error {
 		say("%s", r)
 		rs = append(rs, r)
 	}
+	if !o.wants("soak") {
+		return nil
+	}
 	soak, err := soakRun(ctx, systems[2], admin, names, o.soak)
 	if err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
 	say("soak: %s", soak)
+	if o.only != "" {
+		return nil
+	}
 
 	env := machine(pgVersion, redisVersion)
 	if err := os.MkdirAll(o.out, 0o755); err != nil {

@@ -12,28 +12,32 @@ type Variant struct {
 	Bug  string
 	// Rules are the checks expected to fail (at least one of them).
 	Rules []string
-	old   string
-	new   string
+	// Edits are replacements (old, new, old, new, ...) in the install script.
+	Edits []string
 }
 
 // Variants of the install script, each breaking one guarantee.
 var Variants = []Variant{
 	{"no_takeover_epoch", "a lapsed lease is taken over under the same epoch", []string{"unique-epoch"},
-		"ELSE v_epoch + 1 END", "ELSE v_epoch END"},
+		[]string{"ELSE l.epoch + 1 END", "ELSE l.epoch END"}},
 	{"release_keeps_epoch", "release does not advance the epoch", []string{"unique-epoch"},
-		"SET owner = NULL, expires_at = NULL, epoch = v_epoch + 1", "SET owner = NULL, expires_at = NULL, epoch = v_epoch"},
-	{"unlocked_takeover", "a free lease is taken without re-reading it under a row lock", []string{"unique-epoch", "no-overlap"},
-		"WHERE l.name = acquire.name\n                   FOR NO KEY UPDATE;", "WHERE l.name = acquire.name;"},
+		[]string{"SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1", "SET owner = NULL, expires_at = NULL, epoch = l.epoch"}},
+	{"unchecked_takeover", "a free lease is taken without re-checking it as it is written", []string{"unique-epoch", "no-overlap"},
+		[]string{"\n                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())", ""}},
 	{"no_lapse_check", "renew and release accept a lapsed lease", []string{"no-revival", "release-live"},
-		"WHEN v_expires <= v_now THEN 'lapsed'", "WHEN false THEN 'lapsed'"},
+		[]string{"WHEN v_expires <= v_now THEN 'lapsed'", "WHEN false THEN 'lapsed'",
+			"\n               AND l.expires_at > clock_timestamp()", ""}},
 	{"transaction_clock", "now() instead of clock_timestamp(): a waiter never sees the lease lapse", []string{"wait-bounded", "wait-sees-free"},
-		"clock_timestamp()", "now()"},
+		[]string{"clock_timestamp()", "now()"}},
 }
 
 // Apply returns the install script with the bug in it.
 func (v Variant) Apply(script string) (string, error) {
-	if !strings.Contains(script, v.old) {
-		return "", fmt.Errorf("variant %s: the script has no %q", v.Name, v.old)
+	for i := 0; i+1 < len(v.Edits); i += 2 {
+		if !strings.Contains(script, v.Edits[i]) {
+			return "", fmt.Errorf("variant %s: the script has no %q", v.Name, v.Edits[i])
+		}
+		script = strings.ReplaceAll(script, v.Edits[i], v.Edits[i+1])
 	}
-	return strings.ReplaceAll(script, v.old, v.new), nil
+	return script, nil
 }

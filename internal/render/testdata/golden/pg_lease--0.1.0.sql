@@ -77,19 +77,22 @@ BEGIN
         RAISE EXCEPTION 'ttl must be a finite interval'
             USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
     END IF;
-    IF extract(year FROM acquire.ttl) <> 0 OR extract(month FROM acquire.ttl) <> 0 THEN
+    IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
         RAISE EXCEPTION 'ttl must not have a month or year part'
             USING ERRCODE = '22023',
                   DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
                   HINT = 'Give the ttl in days, hours, minutes or seconds.';
     END IF;
-    IF extract(epoch FROM acquire.ttl) <= 0 THEN
+    IF acquire.ttl <= interval '0' THEN
         RAISE EXCEPTION 'ttl must be positive'
             USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
     END IF;
     -- now + ttl must stay inside the timestamptz range (its end is
-    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01).
-    IF extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
+    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+    -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+    -- days or more: below that, both together fit until the year 18000.
+    IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
+       AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
         RAISE EXCEPTION 'ttl is too long'
             USING ERRCODE = '22023',
                   DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
@@ -101,7 +104,9 @@ BEGIN
                                   upper(current_setting('transaction_isolation'))),
                   HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
     END IF;
-    v_start := extract(epoch FROM clock_timestamp());
+    IF v_wait > 0 THEN
+        v_start := extract(epoch FROM clock_timestamp());
+    END IF;
 
     LOOP
         v_now := clock_timestamp();
@@ -135,26 +140,27 @@ BEGIN
         END IF;
 
         IF v_owner IS NULL OR v_expires <= v_now THEN
-            -- Released or lapsed: take it under a row lock. The lock is taken
-            -- in a subtransaction, so that a caller who finds the lease taken
-            -- by a concurrent contender rolls the lock back instead of keeping
-            -- it until the end of its transaction (where it would make the
-            -- new holder's renew or release wait).
+            -- Released or lapsed: take it, in a subtransaction, so that a
+            -- caller who finds the lease taken by a concurrent contender
+            -- rolls back the row lock it got on the way instead of keeping it
+            -- until the end of its transaction (where it would make the new
+            -- holder's renew or release wait).
             BEGIN
-                SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-                  FROM @extschema@.leases AS l
+                -- One statement re-checks and writes: when a concurrent
+                -- writer changed the row, it waits for it and re-checks the
+                -- newest version (taking its lock even when the check then
+                -- fails, which the subtransaction undoes). clock_timestamp()
+                -- is read as the row is checked and written, after any wait.
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced
+                       -- it); a lapsed one is taken over under the next.
+                       epoch = CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END,
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
                  WHERE l.name = acquire.name
-                   FOR NO KEY UPDATE;
-                v_now := clock_timestamp();
-                IF v_owner IS NULL OR v_expires <= v_now THEN
-                    -- A released lease keeps its epoch (release advanced it);
-                    -- a lapsed one is taken over under the next epoch.
-                    UPDATE @extschema@.leases AS l
-                       SET owner = acquire.owner,
-                           epoch = CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch + 1 END,
-                           expires_at = (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                     WHERE l.name = acquire.name
-                    RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                IF FOUND THEN
                     acquired := true;
                     RETURN NEXT;
                     RETURN;
@@ -245,57 +251,54 @@ BEGIN
         RAISE EXCEPTION 'ttl must be a finite interval'
             USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(renew.ttl::text, 'NULL'));
     END IF;
-    IF extract(year FROM renew.ttl) <> 0 OR extract(month FROM renew.ttl) <> 0 THEN
+    IF date_part('month', renew.ttl) <> 0 OR date_part('year', renew.ttl) <> 0 THEN
         RAISE EXCEPTION 'ttl must not have a month or year part'
             USING ERRCODE = '22023',
                   DETAIL = format('ttl is %s: a month has no fixed length in seconds.', renew.ttl),
                   HINT = 'Give the ttl in days, hours, minutes or seconds.';
     END IF;
-    IF extract(epoch FROM renew.ttl) <= 0 THEN
+    IF renew.ttl <= interval '0' THEN
         RAISE EXCEPTION 'ttl must be positive'
             USING ERRCODE = '22023', DETAIL = format('ttl is %s.', renew.ttl);
     END IF;
     -- now + ttl must stay inside the timestamptz range (its end is
-    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01).
-    IF extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
+    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+    -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+    -- days or more: below that, both together fit until the year 18000.
+    IF (renew.ttl >= interval '50000000 days')
+       AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
         RAISE EXCEPTION 'ttl is too long'
             USING ERRCODE = '22023',
                   DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
     END IF;
-    v_now := clock_timestamp();
-    SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-      FROM @extschema@.leases AS l
-     WHERE l.name = renew.name;
-    status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
+    LOOP
+        v_now := clock_timestamp();
+        -- A plain read first: a call that is not ok takes no lock at all.
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = renew.name;
+        status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
                    WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
                    WHEN v_expires <= v_now THEN 'lapsed'
                    ELSE 'ok' END;
-    IF status = 'ok' THEN
-        -- Recheck and write under a row lock taken in a subtransaction, so
-        -- that a call that turns out not ok keeps no lock.
+        EXIT WHEN status <> 'ok';
+        -- Re-check and write in one statement, in a subtransaction, so that
+        -- a call that turns out not ok keeps no row lock.
         BEGIN
-            SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-              FROM @extschema@.leases AS l
-             WHERE l.name = renew.name
-               FOR NO KEY UPDATE;
-            v_now := clock_timestamp();
-            status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
-                   WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-            IF status = 'ok' THEN
-                UPDATE @extschema@.leases AS l
-                   SET expires_at = (((v_now AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
-                 WHERE l.name = renew.name
-                RETURNING l.expires_at INTO expires_at;
+            UPDATE @extschema@.leases AS l
+               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
+             WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
+               AND l.expires_at > clock_timestamp()
+            RETURNING l.expires_at INTO expires_at;
+            IF FOUND THEN
                 RETURN NEXT;
                 RETURN;
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- the lease changed under us: no lock is kept
+            NULL;  -- the lease changed under us: no lock is kept; read again
         END;
-    END IF;
+    END LOOP;
     expires_at := NULL;
     RETURN NEXT;
 END
@@ -339,37 +342,33 @@ BEGIN
                   DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
                   HINT = 'Pass the epoch that lease.acquire returned.';
     END IF;
-    v_now := clock_timestamp();
-    SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-      FROM @extschema@.leases AS l
-     WHERE l.name = release.name;
-    v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
+    LOOP
+        v_now := clock_timestamp();
+        -- A plain read first: a call that is not ok takes no lock at all.
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = release.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
                    WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
                    WHEN v_expires <= v_now THEN 'lapsed'
                    ELSE 'ok' END;
-    IF v_status = 'ok' THEN
+        EXIT WHEN v_status <> 'ok';
+        -- Re-check and write in one statement, in a subtransaction, so that
+        -- a call that turns out not ok keeps no row lock. The epoch advances
+        -- now, so that the old token is stale at once.
         BEGIN
-            SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-              FROM @extschema@.leases AS l
-             WHERE l.name = release.name
-               FOR NO KEY UPDATE;
-            v_now := clock_timestamp();
-            v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
-                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-            IF v_status = 'ok' THEN
-                -- Advance the epoch now, so the old token is stale at once.
-                UPDATE @extschema@.leases AS l
-                   SET owner = NULL, expires_at = NULL, epoch = v_epoch + 1
-                 WHERE l.name = release.name;
-                RETURN v_status;
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
+             WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+               AND l.expires_at > clock_timestamp();
+            IF FOUND THEN
+                RETURN 'ok';
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- the lease changed under us: no lock is kept
+            NULL;  -- the lease changed under us: no lock is kept; read again
         END;
-    END IF;
+    END LOOP;
     RETURN v_status;
 END
 $function$;
