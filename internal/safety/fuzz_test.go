@@ -33,7 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-
 func fuzzSession(t *testing.T) *pgx.Conn {
 	fuzzOnce.Do(func() {
 		ctx := context.Background()
@@ -74,10 +73,10 @@ func FuzzCall(f *testing.F) {
 	long := strings.Repeat("x", 1024)
 	longMB := strings.Repeat("é", 512) // 1024 bytes
 	for _, s := range []struct {
-		op                    uint8
+		op                     uint8
 		name, owner, ttl, wait string
-		epoch                 int64
-		nulls                 uint8
+		epoch                  int64
+		nulls                  uint8
 	}{
 		{0, "job", "w", "30 seconds", "", 0, 8},
 		{0, "job", "w", "1 microsecond", "0", 0, 0},
