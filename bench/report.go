@@ -119,9 +119,7 @@ func cycleRatio(rs []Result, durable string) string {
 // chart draws cycle throughput (8 clients) and hand-off latency per system.
 func chart(rs []Result, file string) error {
 	p1 := plot.New()
-	p1.Title.Text = "acquire+release cycles/s, 8 clients (log scale)"
-	p1.Y.Scale = plot.LogScale{}
-	p1.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p1.Title.Text = "acquire+release cycles/s, 8 clients"
 	var vals plotter.Values
 	var labels []string
 	for _, r := range rs {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -187,6 +188,7 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 	}
 	defer waiter.Close()
 	r := Result{Workload: "hand-off", System: s.Name, Durable: s.Durable, Clients: 2}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
 	var cpu, waited time.Duration
 	start := time.Now()
 	for k := range n {
@@ -210,7 +212,9 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 			}
 			ch <- got{time.Now(), t, err}
 		}()
-		time.Sleep(30 * time.Millisecond) // the waiter is waiting
+		// the waiter is waiting; release at a random point of its polling
+		// cycle (a fixed hold time would lock onto one phase of it)
+		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(20*time.Millisecond))))
 		if ok, err := holder.Release(ctx, name, "holder", tok); err != nil || !ok {
 			return r, errOr(err, "holder could not release %s", name)
 		}
