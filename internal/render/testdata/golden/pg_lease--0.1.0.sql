@@ -20,7 +20,7 @@ CREATE TABLE @extschema@.leases (
 -- Every call rewrites a row without touching its key: with room left on each
 -- page the new version stays on the page (a HOT update, no index entry) and
 -- the table does not grow however often leases change hands.
-WITH (fillfactor = 50);
+WITH (fillfactor = 20);
 
 COMMENT ON TABLE @extschema@.leases IS
     'lease state, one row per name; read it through lease.inspect(), write it only through the pg_lease functions';
