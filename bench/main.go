@@ -68,14 +68,7 @@ func run(o options) error {
 	defer os.RemoveAll(work)
 
 	// PostgreSQL with the durability of a real server: fsync on.
-	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
-	if err != nil {
-		return err
-	}
-	if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
-		return err
-	}
-	srv, err := pgtest.StartWith(ctx, inst, "", "fsync=on", "shared_buffers=256MB", "max_connections=100")
+	srv, _, err := pgtest.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, "fsync=on", "shared_buffers=256MB", "max_connections=100")
 	if err != nil {
 		return err
 	}

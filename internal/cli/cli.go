@@ -434,14 +434,7 @@ func (c *stressCmd) run(cmd *cobra.Command) error {
 		return errors.New("--clients, --names and --duration must be positive")
 	}
 	if c.cfg.DSN == "" {
-		inst, err := pgtest.FindInstall(ctx, c.pgConfig)
-		if err != nil {
-			return err
-		}
-		if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
-			return err
-		}
-		srv, err := pgtest.Start(ctx, inst, "")
+		srv, inst, err := pgtest.StartWithExtension(ctx, c.pgConfig, model.PgLease, pglease.Files)
 		if err != nil {
 			return err
 		}

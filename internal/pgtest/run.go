@@ -150,3 +150,19 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 	}
 	return res, nil
 }
+
+// StartWithExtension installs the rendered extension into the
+// installation that pgConfig names ("" looks pg_config up on PATH) and
+// starts a throwaway server of it with settings; the caller runs CREATE
+// EXTENSION where it wants it.
+func StartWithExtension(ctx context.Context, pgConfig string, ext model.Extension, src fs.FS, settings ...string) (*Server, Install, error) {
+	inst, err := FindInstall(ctx, pgConfig)
+	if err != nil {
+		return nil, inst, err
+	}
+	if err := InstallFiles(ext, src, inst); err != nil {
+		return nil, inst, err
+	}
+	srv, err := StartWith(ctx, inst, "", settings...)
+	return srv, inst, err
+}

@@ -18,15 +18,7 @@ import (
 // PostgreSQL 15, which make deps installs) with pg_lease installed in it.
 func server(t testing.TB) (*pgtest.Server, pgtest.Install) {
 	t.Helper()
-	ctx := context.Background()
-	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := pgtest.Start(ctx, inst, "")
+	srv, inst, err := pgtest.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

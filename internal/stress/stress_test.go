@@ -21,15 +21,7 @@ import (
 // installation (Debian's PostgreSQL 15, which make deps installs).
 func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
 	t.Helper()
-	ctx := context.Background()
-	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgtest.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := pgtest.Start(ctx, inst, "")
+	srv, inst, err := pgtest.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
