@@ -127,7 +127,7 @@ func TestCheckerCatchesBrokenVariants(t *testing.T) {
 			dsn := srv.DSN(v.Name)
 			exec(t, dsn, "CREATE EXTENSION "+ext)
 			// short leases, so that lapses (and the bugs around them) are common
-			ops, vs := stress(t, dsn, 6*time.Second, 300*time.Millisecond)
+			ops, vs := stress(t, dsn, 6*time.Second, 100*time.Millisecond)
 			rules := map[string]int{}
 			for _, x := range vs {
 				rules[x.Rule]++
