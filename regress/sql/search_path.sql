@@ -39,6 +39,14 @@ CREATE OPERATOR public.+ (LEFTARG = timestamp, RIGHTARG = interval, FUNCTION = p
 CREATE FUNCTION public.evil_bigint_plus(bigint, integer) RETURNS bigint LANGUAGE sql VOLATILE AS
   $$ SELECT CASE WHEN public.log_hijack('bigint +') THEN 1::bigint END $$;
 CREATE OPERATOR public.+ (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.evil_bigint_plus);
+CREATE FUNCTION public.date_part(text, interval) RETURNS double precision LANGUAGE sql VOLATILE AS
+  $$ SELECT CASE WHEN public.log_hijack('date_part') THEN 0::float8 END $$;
+CREATE FUNCTION public.evil_iv_le(interval, interval) RETURNS boolean LANGUAGE sql VOLATILE AS
+  $$ SELECT NOT public.log_hijack('interval <=') $$;
+CREATE OPERATOR public.<= (LEFTARG = interval, RIGHTARG = interval, FUNCTION = public.evil_iv_le);
+CREATE FUNCTION public.evil_iv_ge(interval, interval) RETURNS boolean LANGUAGE sql VOLATILE AS
+  $$ SELECT public.log_hijack('interval >=') $$;
+CREATE OPERATOR public.>= (LEFTARG = interval, RIGHTARG = interval, FUNCTION = public.evil_iv_ge);
 CREATE TABLE public.leases (name text, owner text, epoch bigint, expires_at timestamptz);
 CREATE TEMP TABLE leases (name text, owner text, epoch bigint, expires_at timestamptz);
 CREATE FUNCTION pg_temp.clock_timestamp() RETURNS timestamptz LANGUAGE sql VOLATILE AS
