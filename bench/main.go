@@ -141,57 +141,47 @@ func run(o options) error {
 	}
 
 	var rs []Result
-	for _, clients := range []int{1, 2, 8} {
-		if !o.wants("cycle") {
-			break
+	// measure runs one workload on every system it applies to.
+	measure := func(workload string, applies func(System) bool, run func(System) (Result, error)) error {
+		if !o.wants(workload) {
+			return nil
 		}
 		for _, s := range systems {
-			r, err := cycles(ctx, s, names, clients, o.phase)
+			if !applies(s) {
+				continue
+			}
+			r, err := run(s)
 			if err != nil {
-				return fmt.Errorf("%s cycles: %w", s.Name, err)
+				return fmt.Errorf("%s %s: %w", s.Name, workload, err)
 			}
 			say("%s", r)
 			rs = append(rs, r)
 		}
+		return nil
 	}
-	for _, s := range systems {
-		if !o.wants("renew") {
-			break
+	all := func(System) bool { return true }
+	for _, clients := range []int{1, 2, 8} {
+		if err := measure("cycle", all, func(s System) (Result, error) { return cycles(ctx, s, names, clients, o.phase) }); err != nil {
+			return err
 		}
-		if s.Name == "advisory lock" {
-			continue // nothing expires, nothing to renew
-		}
-		r, err := renews(ctx, s, names, 8, o.phase)
-		if err != nil {
-			return fmt.Errorf("%s renews: %w", s.Name, err)
-		}
-		say("%s", r)
-		rs = append(rs, r)
 	}
-	for _, s := range systems {
-		if !o.wants("hot") {
-			break
-		}
-		r, err := hot(ctx, s, 8, o.phase)
-		if err != nil {
-			return fmt.Errorf("%s hot: %w", s.Name, err)
-		}
-		say("%s", r)
-		rs = append(rs, r)
+	steps := []struct {
+		workload string
+		applies  func(System) bool
+		run      func(System) (Result, error)
+	}{
+		// advisory locks do not expire: nothing to renew
+		{"renew", func(s System) bool { return s.Name != "advisory lock" },
+			func(s System) (Result, error) { return renews(ctx, s, names, 8, o.phase) }},
+		{"hot", all, func(s System) (Result, error) { return hot(ctx, s, 8, o.phase) }},
+		// a waiter's delay does not depend on the holder's commit durability
+		{"hand-off", func(s System) bool { return s.Durable != "sync off" },
+			func(s System) (Result, error) { return handoff(ctx, s, o.handoff) }},
 	}
-	for _, s := range systems {
-		if !o.wants("hand-off") {
-			break
+	for _, st := range steps {
+		if err := measure(st.workload, st.applies, st.run); err != nil {
+			return err
 		}
-		if s.Name == "floor" && s.Durable == "sync off" || s.Name == "pg_lease" && s.Durable == "sync off" {
-			continue
-		}
-		r, err := handoff(ctx, s, o.handoff)
-		if err != nil {
-			return fmt.Errorf("%s hand-off: %w", s.Name, err)
-		}
-		say("%s", r)
-		rs = append(rs, r)
 	}
 	if !o.wants("soak") {
 		return nil

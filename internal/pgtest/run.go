@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
@@ -165,4 +167,41 @@ func StartWithExtension(ctx context.Context, pgConfig string, ext model.Extensio
 	}
 	srv, err := StartWith(ctx, inst, "", settings...)
 	return srv, inst, err
+}
+
+// InstallVariant installs a copy of the extension under another name, its
+// install script changed by edit, for tests that need the extension with
+// a bug put in or a part taken out. remove deletes the copy's files.
+func InstallVariant(ext model.Extension, src fs.FS, inst Install, name string, edit func(string) (string, error)) (remove func(), err error) {
+	files, err := render.Extension(ext, src)
+	if err != nil {
+		return nil, err
+	}
+	script, err := edit(string(files[ext.ScriptFile()]))
+	if err != nil {
+		return nil, err
+	}
+	control := filepath.Join(inst.ExtensionDir(), name+".control")
+	sql := filepath.Join(inst.ExtensionDir(), name+"--"+ext.Version+".sql")
+	remove = func() { os.Remove(control); os.Remove(sql) }
+	if err := errors.Join(os.WriteFile(control, files[ext.ControlFile()], 0o644), os.WriteFile(sql, []byte(script), 0o644)); err != nil {
+		remove()
+		return nil, fmt.Errorf("install variant %s: %w", name, err)
+	}
+	return remove, nil
+}
+
+// Exec runs statements, one after another, in a new connection to dsn.
+func Exec(ctx context.Context, dsn string, sqls ...string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, s := range sqls {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package safety
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -11,7 +10,6 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
-	"github.com/pglease/pglease-gen/internal/render"
 )
 
 // server starts a throwaway server of the local installation (Debian's
@@ -50,29 +48,17 @@ func connect(t testing.TB, dsn string) *pgx.Conn {
 
 func mustExec(t testing.TB, dsn string, sqls ...string) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
+	if err := pgtest.Exec(context.Background(), dsn, sqls...); err != nil {
 		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range sqls {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
 	}
 }
 
 // variant installs pg_lease with edited install script as extension name.
 func variant(t testing.TB, inst pgtest.Install, name string, edit func(string) string) {
 	t.Helper()
-	files, err := render.Extension(model.PgLease, pglease.Files)
+	remove, err := pgtest.InstallVariant(model.PgLease, pglease.Files, inst, name, func(s string) (string, error) { return edit(s), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := inst.ExtensionDir()
-	control := filepath.Join(dir, name+".control")
-	script := filepath.Join(dir, name+"--"+model.PgLease.Version+".sql")
-	os.WriteFile(control, files[model.PgLease.ControlFile()], 0o644)
-	os.WriteFile(script, []byte(edit(string(files[model.PgLease.ScriptFile()]))), 0o644)
-	t.Cleanup(func() { os.Remove(control); os.Remove(script) })
+	t.Cleanup(remove)
 }

@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
-	"github.com/pglease/pglease-gen/internal/render"
 )
 
 // server starts a throwaway local server with pg_lease installed in the
@@ -31,15 +27,8 @@ func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
 
 func exec(t *testing.T, dsn string, sqls ...string) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
+	if err := pgtest.Exec(context.Background(), dsn, sqls...); err != nil {
 		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range sqls {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
 	}
 }
 
@@ -103,26 +92,14 @@ func TestStressHasNoViolations(t *testing.T) {
 // bug put in, one at a time, and expects the checker to name the bug.
 func TestCheckerCatchesBrokenVariants(t *testing.T) {
 	srv, inst := server(t)
-	files, err := render.Extension(model.PgLease, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := string(files[model.PgLease.ScriptFile()])
-	control := string(files[model.PgLease.ControlFile()])
 	for _, v := range Variants {
 		t.Run(v.Name, func(t *testing.T) {
-			bad, err := v.Apply(script)
+			ext := "pg_lease_" + v.Name
+			remove, err := pgtest.InstallVariant(model.PgLease, pglease.Files, inst, ext, v.Apply)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ext := "pg_lease_" + v.Name
-			dir := inst.ExtensionDir()
-			os.WriteFile(filepath.Join(dir, ext+".control"), []byte(control), 0o644)
-			os.WriteFile(filepath.Join(dir, ext+"--"+model.PgLease.Version+".sql"), []byte(bad), 0o644)
-			t.Cleanup(func() {
-				os.Remove(filepath.Join(dir, ext+".control"))
-				os.Remove(filepath.Join(dir, ext+"--"+model.PgLease.Version+".sql"))
-			})
+			t.Cleanup(remove)
 			exec(t, srv.DSN("postgres"), "CREATE DATABASE "+v.Name)
 			dsn := srv.DSN(v.Name)
 			exec(t, dsn, "CREATE EXTENSION "+ext)
