@@ -99,7 +99,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 				src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
 			}
 		case Rpmbuild:
-			bin, src, err = runRpmbuild(ctx, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
+			bin, src, err = runRpmbuild(ctx, o.Pkg, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
 		default:
 			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, Rpmpack, Rpmbuild)
 		}
@@ -159,15 +159,21 @@ func builderName(b string) string {
 
 // runRpmbuild builds p's binary and source RPM from the spec with
 // rpmbuild, in a private top directory, reproducibly.
-func runRpmbuild(ctx context.Context, p Package, major int, specName string, spec []byte, tarName string, tarball []byte, built time.Time) (bin, src []byte, err error) {
+func runRpmbuild(ctx context.Context, pkg model.Packaging, p Package, major int, specName string, spec []byte, tarName string, tarball []byte, built time.Time) (bin, src []byte, err error) {
 	if _, err := exec.LookPath("rpmbuild"); err != nil {
 		return nil, nil, errors.New("rpmbuild is not installed: install it (Debian: apt-get install rpm; EL: dnf install rpm-build) or use --builder rpmpack")
 	}
-	// The source RPM records the expanded %prep, which names the top
+	// The source RPM records the expanded spec, which names the top
 	// directory: it must not change from one build to the next, so it is
-	// named after the inputs (two identical builds at once would collide).
+	// named after the inputs, and a lock lets two identical builds at once
+	// take turns instead of sharing it.
 	sum := sha256.Sum256(append(append([]byte(strconv.Itoa(major)), spec...), tarball...))
 	top := filepath.Join(os.TempDir(), "pglease-rpmbuild-"+hex.EncodeToString(sum[:6]))
+	unlock, err := lockPath(ctx, top+".lock")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	if err := os.RemoveAll(top); err != nil {
 		return nil, nil, err
 	}
@@ -194,7 +200,7 @@ func runRpmbuild(ctx context.Context, p Package, major int, specName string, spe
 		}
 	}
 	args := []string{"-ba", "--quiet"}
-	for _, def := range RpmbuildDefines(major) {
+	for _, def := range RpmbuildDefines(pkg, major) {
 		args = append(args, "--define", def)
 	}
 	args = append(args, "--define", "_topdir "+top, specPath)
@@ -214,16 +220,14 @@ func runRpmbuild(ctx context.Context, p Package, major int, specName string, spe
 
 // RpmbuildDefines are the macros a build host passes to rpmbuild for one
 // major, for the same packages the pure Go builder writes.
-func RpmbuildDefines(major int) []string {
+func RpmbuildDefines(pkg model.Packaging, major int) []string {
 	return []string{
 		"pgmajorversion " + strconv.Itoa(major),
-		"dist " + model.Packages.Dist,
+		"dist " + pkg.Dist,
 		"_buildhost " + BuildHost,
 		// what a build host's ~/.rpmmacros says; hard-coded in a spec it is
 		// a lint warning
-		"packager " + model.Packages.Maintainer,
-		// EL9's own setting (older rpm, Debian's among them, appends the version)
-		"_docdir_fmt %%{NAME}",
+		"packager " + pkg.Maintainer,
 		"use_source_date_epoch_as_buildtime 1",
 		"clamp_mtime_to_source_date_epoch 1",
 		"_binary_payload w9.gzdio",

@@ -7,9 +7,8 @@ import (
 	"slices"
 )
 
-// A small writer of RPM v4 header structures, for the source RPM: rpmpack
-// writes binary packages only (it always records a source RPM name, which
-// is what marks a package as binary).
+// A small writer of RPM v4 header structures, for the binary and the
+// source packages (write.go).
 
 // Header entry types.
 const (

@@ -5,10 +5,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,36 +50,49 @@ func writeSpec(t *testing.T, files render.Files) string {
 	return p
 }
 
-// TestSpecGolden compares, for every major, the spec as rpm itself parses
-// it (rpmspec --parse with the build host's defines) with a golden copy.
+// TestSpecGolden compares the rendered spec, which is the same on every
+// build host, with its golden copy.
 func TestSpecGolden(t *testing.T) {
 	files := build(t, options(Rpmpack, model.Packages.Released(), 17))
-	spec := writeSpec(t, files)
+	got := files[SpecFile(model.PgLease)]
+	golden := filepath.Join("testdata", "golden", SpecFile(model.PgLease))
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/rpm -update writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the rendered spec differs from %s (go test ./internal/rpm -update, then review the diff)", golden)
+	}
+}
+
+// TestSpecParses has rpm itself parse the spec for every major, with the
+// build host's defines.
+func TestSpecParses(t *testing.T) {
+	needTools(t, "rpmspec")
+	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
 	for _, major := range model.PgLease.Majors {
 		args := []string{"--parse"}
-		for _, d := range RpmbuildDefines(major) {
+		for _, d := range RpmbuildDefines(model.Packages, major) {
 			args = append(args, "--define", d)
 		}
 		out, err := exec.Command("rpmspec", append(args, spec)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("rpmspec --parse for %d: %v\n%s", major, err, out)
 		}
-		golden := filepath.Join("testdata", "golden", fmt.Sprintf("pg_lease_%d.spec", major))
-		if *update {
-			os.WriteFile(golden, out, 0o644)
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (go test ./internal/rpm -update writes it)", err)
-		}
-		if !bytes.Equal(out, want) {
-			t.Errorf("parsed spec for %d differs from %s (go test ./internal/rpm -update, then review the diff)", major, golden)
+		if want := fmt.Sprintf("Name:           pg_lease_%d\n", major); !strings.Contains(string(out), want) {
+			t.Errorf("rpmspec --parse for %d has no %q:\n%s", major, want, out)
 		}
 	}
 }
 
 func TestSpecGuardsTheMajor(t *testing.T) {
+	needTools(t, "rpmspec")
 	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
 	for _, tc := range []struct {
 		define, want string
@@ -97,17 +112,105 @@ func TestSpecGuardsTheMajor(t *testing.T) {
 	}
 }
 
+// TestBuildIsReproducible builds twice with the same inputs, a second
+// apart, for each builder and for a SOURCE_DATE_EPOCH in the past and in
+// the future, and wants the same bytes, with every recorded time the epoch.
 func TestBuildIsReproducible(t *testing.T) {
-	when := time.Unix(1800000000, 0)
 	for _, b := range []string{Rpmpack, Rpmbuild} {
-		a, c := build(t, options(b, when, 16)), build(t, options(b, when, 16))
-		if !bytes.Equal(a["SHA256SUMS"], c["SHA256SUMS"]) {
-			t.Errorf("%s: two builds with the same SOURCE_DATE_EPOCH differ:\n%s\n%s", b, a["SHA256SUMS"], c["SHA256SUMS"])
+		if b == Rpmbuild {
+			needTools(t, "rpmbuild")
+		}
+		for _, when := range []time.Time{time.Unix(1700000000, 0), time.Now().Add(10 * 365 * 24 * time.Hour).Truncate(time.Second)} {
+			a := build(t, options(b, when, 16))
+			nextSecond()
+			c := build(t, options(b, when, 16))
+			if !bytes.Equal(a["SHA256SUMS"], c["SHA256SUMS"]) {
+				t.Errorf("%s, epoch %d: two builds differ:\n%s\n%s", b, when.Unix(), a["SHA256SUMS"], c["SHA256SUMS"])
+			}
+			for _, name := range a.Names() {
+				if !strings.HasSuffix(name, ".rpm") {
+					continue
+				}
+				for _, m := range members(t, a[name]) {
+					if m.mtime != when.Unix() {
+						t.Errorf("%s, epoch %d: %s: payload %s has mtime %d", b, when.Unix(), name, m.name, m.mtime)
+					}
+				}
+			}
 		}
 	}
+	when := time.Unix(1800000000, 0)
 	a, c := build(t, options(Rpmpack, when, 16)), build(t, options(Rpmpack, when.Add(time.Hour), 16))
 	if bytes.Equal(a[model.PgLease.Tarball()], c[model.PgLease.Tarball()]) {
 		t.Error("SOURCE_DATE_EPOCH does not reach the tarball")
+	}
+}
+
+// TestConcurrentRpmbuildBuilds runs two identical rpmbuild builds at once:
+// both succeed with the same bytes (they share a top directory by name).
+func TestConcurrentRpmbuildBuilds(t *testing.T) {
+	needTools(t, "rpmbuild")
+	when := time.Unix(1700000000, 0)
+	var out [2]render.Files
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], _, errs[i] = Build(context.Background(), options(Rpmbuild, when, 15, 16))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("build %d: %v", i, err)
+		}
+	}
+	if !bytes.Equal(out[0]["SHA256SUMS"], out[1]["SHA256SUMS"]) {
+		t.Errorf("two concurrent identical builds differ:\n%s\n%s", out[0]["SHA256SUMS"], out[1]["SHA256SUMS"])
+	}
+}
+
+// nextSecond waits until the wall clock's second changes.
+func nextSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 10*time.Millisecond)
+}
+
+// cpioMember is one payload entry's cpio header.
+type cpioMember struct {
+	name  string
+	mode  int64
+	size  int64
+	mtime int64
+	links int
+}
+
+// members lists a package's payload entries in order, as cpio records them.
+func members(t *testing.T, b []byte) []cpioMember {
+	t.Helper()
+	r, err := rpmutils.ReadRpm(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := r.PayloadReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []cpioMember
+	for {
+		h, err := cr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Filename() == "TRAILER!!!" {
+			return out
+		}
+		out = append(out, cpioMember{h.Filename(), int64(h.Mode()), int64(h.Filesize()), int64(h.Mtime()), h.Nlink()})
 	}
 }
 
@@ -141,6 +244,7 @@ func payload(t *testing.T, b []byte) map[string]string {
 // TestBuildersAgree builds with rpmpack and with rpmbuild and compares what
 // each package says and holds.
 func TestBuildersAgree(t *testing.T) {
+	needTools(t, "rpmbuild")
 	when := model.Packages.Released()
 	pure, real := build(t, options(Rpmpack, when)), build(t, options(Rpmbuild, when))
 	for _, major := range model.PgLease.Majors {
@@ -159,7 +263,6 @@ func TestBuildersAgree(t *testing.T) {
 		// what differs by nature: the bytes, and where the header ends
 		for _, in := range []*Info{&a, &b} {
 			in.SHA256, in.Size, in.HeaderStart, in.HeaderEnd, in.Archive = "", 0, 0, 0, 0
-			dirSizes(in)
 		}
 		if fmt.Sprintf("%+v", a) != fmt.Sprintf("%+v", b) {
 			t.Errorf("PostgreSQL %d: the builders disagree\nrpmpack:  %+v\nrpmbuild: %+v", major, a, b)
@@ -168,15 +271,10 @@ func TestBuildersAgree(t *testing.T) {
 		if len(pa) != 4 || fmt.Sprint(pa) != fmt.Sprint(pb) {
 			t.Errorf("PostgreSQL %d: payloads differ: rpmpack %d files, rpmbuild %d files", major, len(pa), len(pb))
 		}
-	}
-}
-
-// dirSizes clears the sizes of directories, which record the build
-// machine's file system (rpmpack writes 4096, rpmbuild what stat says).
-func dirSizes(in *Info) {
-	for i := range in.Files {
-		if in.Files[i].Dir {
-			in.Files[i].Size = 0
+		// the payload's member names and cpio headers, e.g. ./usr/...
+		ma, mb := members(t, pure[name]), members(t, real[name])
+		if fmt.Sprintf("%+v", ma) != fmt.Sprintf("%+v", mb) {
+			t.Errorf("PostgreSQL %d: payload members differ\nrpmpack:  %+v\nrpmbuild: %+v", major, ma, mb)
 		}
 	}
 }
@@ -184,6 +282,7 @@ func dirSizes(in *Info) {
 // TestSourceRPMRebuilds hands the pure Go source RPM to rpmbuild --rebuild,
 // as a build host would, and compares the result with the pure Go package.
 func TestSourceRPMRebuilds(t *testing.T) {
+	needTools(t, "rpm", "rpmbuild")
 	when := model.Packages.Released()
 	files := build(t, options(Rpmpack, when, 18))
 	top := t.TempDir()
@@ -193,7 +292,7 @@ func TestSourceRPMRebuilds(t *testing.T) {
 		t.Fatalf("rpm -K on the source RPM: %v\n%s", err, out)
 	}
 	args := []string{"--rebuild", "--quiet", "--define", "_topdir " + top}
-	for _, d := range RpmbuildDefines(18) {
+	for _, d := range RpmbuildDefines(model.Packages, 18) {
 		args = append(args, "--define", d)
 	}
 	cmd := exec.Command("rpmbuild", append(args, srpm)...)
@@ -205,10 +304,14 @@ func TestSourceRPMRebuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := ReadInfo("a", files["el9.x86_64/pg_lease_18-0.1.0-1PIGSTY.el9.noarch.rpm"])
-	b, _ := ReadInfo("a", rebuilt)
-	dirSizes(&a)
-	dirSizes(&b)
+	a, err := ReadInfo("pure Go", files["el9.x86_64/pg_lease_18-0.1.0-1PIGSTY.el9.noarch.rpm"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadInfo("rebuilt", rebuilt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(a.Files) != fmt.Sprint(b.Files) || fmt.Sprint(a.Requires) != fmt.Sprint(b.Requires) || a.Release != b.Release {
 		t.Errorf("rebuilt from the source RPM:\n%+v\nwant\n%+v", b, a)
 	}
@@ -218,6 +321,7 @@ func TestSourceRPMRebuilds(t *testing.T) {
 // as a build host would) with the waivers in rpm/rpmlint.toml; each source
 // RPM on its own (rpmlint keeps the last spec name across packages).
 func TestRpmlint(t *testing.T) {
+	needTools(t, "rpmlint")
 	files := build(t, options(Rpmpack, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
@@ -251,6 +355,7 @@ func TestRpmlint(t *testing.T) {
 // TestDNFReadsTheRepository asks Debian's dnf, against a scratch root,
 // what the generated repository offers.
 func TestDNFReadsTheRepository(t *testing.T) {
+	needTools(t, "dnf")
 	files := build(t, options(Rpmpack, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
@@ -297,5 +402,51 @@ func TestPublishRefusesForeignDirectory(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "y")); string(b) != "2" {
 		t.Error("second Publish did not write y")
+	}
+}
+
+// TestPayloadUnpacksHere unpacks each pure Go package the usual way,
+// rpm2cpio | cpio -idm, and wants every file under the current directory.
+func TestPayloadUnpacksHere(t *testing.T) {
+	needTools(t, "rpm2cpio", "cpio")
+	files := build(t, options(Rpmpack, model.Packages.Released(), 17))
+	for _, name := range []string{"el9.x86_64/pg_lease_17-0.1.0-1PIGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.1.0-1PIGSTY.el9.src.rpm"} {
+		dir := t.TempDir()
+		pkg := filepath.Join(dir, "p.rpm")
+		if err := os.WriteFile(pkg, files[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// --no-absolute-filenames would hide the bug; without it an
+		// absolute name escapes to the host (and cpio says so)
+		cmd := exec.Command("sh", "-c", "rpm2cpio p.rpm | cpio -idm --quiet && find . -type f ! -name p.rpm | sort")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: unpack: %v\n%s", name, err, out)
+		}
+		var want string
+		if strings.HasSuffix(name, ".src.rpm") {
+			want = "./pg_lease-0.1.0.tar.gz\n./pg_lease.spec\n"
+		} else {
+			want = "./usr/pgsql-17/share/extension/pg_lease--0.1.0.sql\n./usr/pgsql-17/share/extension/pg_lease.control\n./usr/share/doc/pg_lease_17/README.md\n./usr/share/licenses/pg_lease_17/LICENSE\n"
+		}
+		if string(out) != want {
+			t.Errorf("%s unpacked into its directory:\n%s\nwant\n%s", name, out, want)
+		}
+	}
+}
+
+// needTools skips t when one of the programs is missing (go test -short, or
+// a machine without them), saying what the test needs; make test installs
+// them all.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: skipped under -short", strings.Join(tools, ", "))
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("needs %s (make deps installs it): %v", tool, err)
+		}
 	}
 }
