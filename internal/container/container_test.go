@@ -221,20 +221,31 @@ func TestCancelRemovesContainer(t *testing.T) {
 	o := options(18, pglease.Files, "")
 	var log syncBuffer
 	o.Board = progress.New(&log, false)
-	// cancel as soon as the regress suite starts, like Ctrl-C would
-	started := make(chan struct{})
+	// cancel as soon as the regress suite starts, like Ctrl-C would; the
+	// watcher stops when Run returns, so a run that never gets there
+	// fails the test instead of hanging it
+	started, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		for !strings.Contains(log.String(), "pg18: regress") {
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 		close(started)
 		cancel()
 	}()
 	rs, err := Run(ctx, p, o)
+	close(done)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	default:
+		t.Fatalf("the run ended before the regress suite started, so nothing was cancelled: %v\n%s", rs[0].Err, log.String())
+	}
 	if rs[0].Err == nil {
 		t.Error("a cancelled run reported no error")
 	}

@@ -19,6 +19,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -74,7 +75,7 @@ func TestSpecGolden(t *testing.T) {
 // TestSpecParses has rpm itself parse the spec for every major, with the
 // build host's defines.
 func TestSpecParses(t *testing.T) {
-	needTools(t, "rpmspec")
+	testenv.Tools(t, "rpmspec")
 	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
 	for _, major := range model.PgLease.Majors {
 		args := []string{"--parse"}
@@ -92,7 +93,7 @@ func TestSpecParses(t *testing.T) {
 }
 
 func TestSpecGuardsTheMajor(t *testing.T) {
-	needTools(t, "rpmspec")
+	testenv.Tools(t, "rpmspec")
 	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
 	for _, tc := range []struct {
 		define, want string
@@ -118,7 +119,7 @@ func TestSpecGuardsTheMajor(t *testing.T) {
 func TestBuildIsReproducible(t *testing.T) {
 	for _, b := range []string{Rpmpack, Rpmbuild} {
 		if b == Rpmbuild {
-			needTools(t, "rpmbuild")
+			testenv.Tools(t, "rpmbuild")
 		}
 		for _, when := range []time.Time{time.Unix(1700000000, 0), time.Now().Add(10 * 365 * 24 * time.Hour).Truncate(time.Second)} {
 			a := build(t, options(b, when, 16))
@@ -149,7 +150,7 @@ func TestBuildIsReproducible(t *testing.T) {
 // TestConcurrentRpmbuildBuilds runs two identical rpmbuild builds at once:
 // both succeed with the same bytes (they share a top directory by name).
 func TestConcurrentRpmbuildBuilds(t *testing.T) {
-	needTools(t, "rpmbuild")
+	testenv.Tools(t, "rpmbuild")
 	when := time.Unix(1700000000, 0)
 	var out [2]render.Files
 	var errs [2]error
@@ -244,7 +245,7 @@ func payload(t *testing.T, b []byte) map[string]string {
 // TestBuildersAgree builds with rpmpack and with rpmbuild and compares what
 // each package says and holds.
 func TestBuildersAgree(t *testing.T) {
-	needTools(t, "rpmbuild")
+	testenv.Tools(t, "rpmbuild")
 	when := model.Packages.Released()
 	pure, real := build(t, options(Rpmpack, when)), build(t, options(Rpmbuild, when))
 	for _, major := range model.PgLease.Majors {
@@ -282,7 +283,7 @@ func TestBuildersAgree(t *testing.T) {
 // TestSourceRPMRebuilds hands the pure Go source RPM to rpmbuild --rebuild,
 // as a build host would, and compares the result with the pure Go package.
 func TestSourceRPMRebuilds(t *testing.T) {
-	needTools(t, "rpm", "rpmbuild")
+	testenv.Tools(t, "rpm", "rpmbuild")
 	when := model.Packages.Released()
 	files := build(t, options(Rpmpack, when, 18))
 	top := t.TempDir()
@@ -321,7 +322,7 @@ func TestSourceRPMRebuilds(t *testing.T) {
 // as a build host would) with the waivers in rpm/rpmlint.toml; each source
 // RPM on its own (rpmlint keeps the last spec name across packages).
 func TestRpmlint(t *testing.T) {
-	needTools(t, "rpmlint")
+	testenv.Tools(t, "rpmlint")
 	files := build(t, options(Rpmpack, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
@@ -355,7 +356,7 @@ func TestRpmlint(t *testing.T) {
 // TestDNFReadsTheRepository asks Debian's dnf, against a scratch root,
 // what the generated repository offers.
 func TestDNFReadsTheRepository(t *testing.T) {
-	needTools(t, "dnf")
+	testenv.Tools(t, "dnf")
 	files := build(t, options(Rpmpack, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
@@ -408,7 +409,7 @@ func TestPublishRefusesForeignDirectory(t *testing.T) {
 // TestPayloadUnpacksHere unpacks each pure Go package the usual way,
 // rpm2cpio | cpio -idm, and wants every file under the current directory.
 func TestPayloadUnpacksHere(t *testing.T) {
-	needTools(t, "rpm2cpio", "cpio")
+	testenv.Tools(t, "rpm2cpio", "cpio")
 	files := build(t, options(Rpmpack, model.Packages.Released(), 17))
 	for _, name := range []string{"el9.x86_64/pg_lease_17-0.1.0-1PIGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.1.0-1PIGSTY.el9.src.rpm"} {
 		dir := t.TempDir()
@@ -432,21 +433,6 @@ func TestPayloadUnpacksHere(t *testing.T) {
 		}
 		if string(out) != want {
 			t.Errorf("%s unpacked into its directory:\n%s\nwant\n%s", name, out, want)
-		}
-	}
-}
-
-// needTools skips t when one of the programs is missing (go test -short, or
-// a machine without them), saying what the test needs; make test installs
-// them all.
-func needTools(t *testing.T, tools ...string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skipf("needs %s: skipped under -short", strings.Join(tools, ", "))
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("needs %s (make deps installs it): %v", tool, err)
 		}
 	}
 }

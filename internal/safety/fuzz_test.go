@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +15,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // One server per test process (the fuzzer runs several processes).
@@ -34,26 +40,65 @@ func TestMain(m *testing.M) {
 }
 
 func fuzzSession(t *testing.T) *pgx.Conn {
-	fuzzOnce.Do(func() {
-		ctx := context.Background()
-		inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
-		if err != nil {
-			fuzzErr = err
-			return
-		}
-		if fuzzSrv, fuzzErr = pgtest.Start(ctx, inst, ""); fuzzErr != nil {
-			return
-		}
-		if fuzzConn, fuzzErr = pgx.Connect(ctx, fuzzSrv.DSN("postgres")); fuzzErr != nil {
-			return
-		}
-		// a blocking acquire on a held lease waits, as it should; cap it
-		_, fuzzErr = fuzzConn.Exec(ctx, "CREATE EXTENSION pg_lease; SET statement_timeout = '1s'")
-	})
+	testenv.Server(t)
+	fuzzOnce.Do(func() { fuzzSrv, fuzzConn, fuzzErr = startFuzzServer(context.Background()) })
 	if fuzzErr != nil {
 		t.Fatal(fuzzErr)
 	}
 	return fuzzConn
+}
+
+// startFuzzServer installs the rendered extension (the one this tree
+// makes, not whatever the machine had) and starts a server with it.
+func startFuzzServer(ctx context.Context) (*pgtest.Server, *pgx.Conn, error) {
+	srv, _, err := pgtest.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err == nil {
+		// a blocking acquire on a held lease waits, as it should; cap it
+		_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease; SET statement_timeout = '1s'")
+	}
+	if err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	return srv, conn, nil
+}
+
+// TestFuzzServerRunsTheRenderedScript leaves a stale pg_lease in the
+// installation, as an older make install would, and wants the fuzz
+// server to run the script this tree renders.
+func TestFuzzServerRunsTheRenderedScript(t *testing.T) {
+	testenv.Server(t)
+	ctx := context.Background()
+	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := render.Extension(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := append(slices.Clone(files[model.PgLease.ScriptFile()]), "\nCOMMENT ON SCHEMA lease IS 'stale';\n"...)
+	if err := os.WriteFile(filepath.Join(inst.ExtensionDir(), model.PgLease.ScriptFile()), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.InstallFiles(model.PgLease, pglease.Files, inst) })
+	srv, conn, err := startFuzzServer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	defer conn.Close(ctx)
+	var comment *string
+	if err := conn.QueryRow(ctx, "SELECT obj_description('lease'::regnamespace, 'pg_namespace')").Scan(&comment); err != nil {
+		t.Fatal(err)
+	}
+	if comment != nil && *comment == "stale" {
+		t.Error("the fuzz server runs the installation's stale pg_lease, not the rendered one")
+	}
 }
 
 // snapshot is the table's whole content.

@@ -10,12 +10,14 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // server starts a throwaway server of the local installation (Debian's
 // PostgreSQL 15, which make deps installs) with pg_lease installed in it.
 func server(t testing.TB) (*pgtest.Server, pgtest.Install) {
 	t.Helper()
+	testenv.Server(t)
 	srv, inst, err := pgtest.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)

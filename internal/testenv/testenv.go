@@ -1,0 +1,39 @@
+// Package testenv divides the tests into two tiers. `go test -short ./...`
+// is the unit tier: no root, Docker, PostgreSQL or rpm tools, and every
+// test that needs one of them skips, saying what it needs. The full run
+// (`make test`, which installs everything first) runs them all, and there a
+// missing tool fails the test rather than skipping it.
+package testenv
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Needs skips t under -short, saying what it needs.
+func Needs(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: skipped under -short (make test runs it)", what)
+	}
+}
+
+// Tools skips t under -short and fails it when one of the programs is not
+// on PATH.
+func Tools(t testing.TB, tools ...string) {
+	t.Helper()
+	Needs(t, strings.Join(tools, ", "))
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("needs %s (make deps installs it): %v", tool, err)
+		}
+	}
+}
+
+// Server skips t under -short: it starts PostgreSQL servers from the
+// local installation (pg_config).
+func Server(t testing.TB) { t.Helper(); Needs(t, "a PostgreSQL installation (pg_config)") }
+
+// Docker skips t under -short: it runs containers.
+func Docker(t testing.TB) { t.Helper(); Needs(t, "a Docker daemon and the local images") }
