@@ -14,24 +14,20 @@ import (
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/rpm"
 )
 
 // repoInContainer is where the package repository is copied.
 const repoInContainer = "/srv/pg_lease"
 
 // RepoArch is the EL architecture of this machine, as in el9.x86_64.
-func RepoArch() string {
-	if runtime.GOARCH == "arm64" {
-		return "aarch64"
-	}
-	return "x86_64"
-}
+func RepoArch() string { return model.ELArch(runtime.GOARCH) }
 
 // FindRepo accepts a repository directory (one holding repodata/) or the
 // output of pglease-gen build, in which it picks the tree of this machine's
 // architecture.
 func FindRepo(dir string, pkg model.Packaging) (string, error) {
-	tree := strings.TrimPrefix(pkg.Dist, ".") + "." + RepoArch()
+	tree := rpm.RepoDir(pkg, RepoArch())
 	for _, d := range []string{dir, filepath.Join(dir, tree)} {
 		if st, err := os.Stat(filepath.Join(d, "repodata", "repomd.xml")); err == nil && !st.IsDir() {
 			return d, nil

@@ -120,9 +120,9 @@ func (e Exec) Download(ctx context.Context, src, dst string) error {
 		}
 		// entries are named base(src)/...; drop that first element
 		_, rel, _ := strings.Cut(h.Name, "/")
-		target := filepath.Join(dst, filepath.FromSlash(rel))
-		if !strings.HasPrefix(target, filepath.Clean(dst)) {
-			return fmt.Errorf("copy %s out of the container: bad entry %q", src, h.Name)
+		target, err := within(dst, rel)
+		if err != nil {
+			return fmt.Errorf("copy %s out of the container: %w", src, err)
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
@@ -142,4 +142,15 @@ func (e Exec) Download(ctx context.Context, src, dst string) error {
 			}
 		}
 	}
+}
+
+// within joins the archive entry name rel to dir, and refuses a name that
+// would land outside dir (../, or an absolute name).
+func within(dir, rel string) (string, error) {
+	target := filepath.Join(dir, filepath.FromSlash(rel))
+	r, err := filepath.Rel(filepath.Clean(dir), target)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("bad entry %q: outside %s", rel, dir)
+	}
+	return target, nil
 }

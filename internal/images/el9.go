@@ -3,6 +3,7 @@ package images
 import (
 	"fmt"
 	"path"
+	"runtime"
 
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
@@ -40,7 +41,7 @@ var families = []family{
 // ServerPackage describes the stand-in postgresqlN-server RPM.
 func ServerPackage(srv Server, l layout.Layout, nodes []node) rpm.Package {
 	p := rpm.Package{
-		Name: model.ServerPackage(srv.Major), Version: srv.Release(), Release: "1standin" + model.Packages.Dist, Arch: "x86_64",
+		Name: model.ServerPackage(srv.Major), Version: srv.Release(), Release: "1standin" + model.Packages.Dist, Arch: model.ELArch(runtime.GOARCH),
 		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in for PGDG's package, from %s@%s)", srv.Release(), npmPackage, srv.Version),
 		Description: fmt.Sprintf("The pinned PostgreSQL server build %s@%s laid out as\nPGDG's %s, for the pg_lease install proof.", npmPackage, srv.Version, l.Prefix),
 		License:     "PostgreSQL", URL: "https://www.postgresql.org/", BuildTime: model.Packages.Released(),

@@ -36,3 +36,11 @@ func TestNames(t *testing.T) {
 		t.Errorf("majors: %d..%d", PgLease.MinMajor(), PgLease.MaxMajor())
 	}
 }
+
+func TestELArch(t *testing.T) {
+	for goarch, want := range map[string]string{"amd64": "x86_64", "arm64": "aarch64", "riscv64": ""} {
+		if got := ELArch(goarch); got != want {
+			t.Errorf("ELArch(%q) = %q, want %q", goarch, got, want)
+		}
+	}
+}

@@ -103,3 +103,15 @@ func (e Extension) Tarball() string { return e.Name + "-" + e.Version + ".tar.gz
 
 // SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
 func (e Extension) SourceDir() string { return e.Name + "-" + e.Version }
+
+// ELArch is the EL architecture name of a Go architecture (GOARCH), as in
+// el9.x86_64 and in an RPM's arch; "" when EL has none for it.
+func ELArch(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return ""
+}

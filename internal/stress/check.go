@@ -30,12 +30,12 @@ const tol = time.Millisecond
 // Slack is how long a lease may be free while a blocking acquire waits on
 // it before the checker calls the wait's timeout wrong: the poll interval
 // plus scheduling on a loaded machine.
-var Slack = 300 * time.Millisecond
+const Slack = 300 * time.Millisecond
 
 // WaitOvershoot is how much longer than max_wait a blocking acquire may
 // take (the last poll, commit, scheduling) before the checker calls it
 // unbounded.
-var WaitOvershoot = time.Second
+const WaitOvershoot = time.Second
 
 // holding is one holding period of a name: one epoch, one owner.
 type holding struct {

@@ -68,12 +68,21 @@ func Run(ctx context.Context, cfg Config) ([]Op, error) {
 		wg      sync.WaitGroup
 		errs    = make(chan error, cfg.Clients)
 	)
-	deadline := time.Now().Add(cfg.Duration)
-	for i := range cfg.Clients {
+	// every client connects before any starts, so that a failed connect
+	// ends the run with nothing running and nothing recorded
+	conns := make([]*pgx.Conn, cfg.Clients)
+	for i := range conns {
 		conn, err := connect(ctx, cfg, time.Time{})
 		if err != nil {
+			for _, c := range conns[:i] {
+				c.Close(context.Background())
+			}
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}
+		conns[i] = conn
+	}
+	deadline := time.Now().Add(cfg.Duration)
+	for i, conn := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -5,18 +5,23 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // server starts a throwaway local server with pg_lease installed in the
 // installation (Debian's PostgreSQL 15, which make deps installs).
 func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
 	t.Helper()
+	testenv.Server(t)
 	srv, inst, err := pgtest.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
@@ -171,4 +176,34 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		}
 	}
 
+}
+
+// TestRunStopsCleanlyWhenAClientCannotConnect lets only two of four
+// clients connect (a role's connection limit): Run fails, records nothing
+// and leaves no client connected.
+func TestRunStopsCleanlyWhenAClientCannotConnect(t *testing.T) {
+	srv, _ := server(t)
+	exec(t, srv.DSN("postgres"), "CREATE DATABASE limited", "CREATE ROLE two LOGIN CONNECTION LIMIT 2")
+	dsn := srv.DSN("limited")
+	exec(t, dsn, "CREATE EXTENSION pg_lease", "GRANT USAGE ON SCHEMA lease TO two")
+	limited := strings.Replace(dsn, "user="+srv.User, "user=two", 1)
+	ops, err := Run(context.Background(), Config{DSN: limited, Clients: 4, Names: 2, Duration: 3 * time.Second, Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), "client 2") {
+		t.Fatalf("err = %v; want client 2's connect failure", err)
+	}
+	if len(ops) > 0 {
+		t.Errorf("a run that could not start recorded %d operations", len(ops))
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE usename = 'two'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 {
+		t.Errorf("%d clients still connected after Run returned", n)
+	}
 }
