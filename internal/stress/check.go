@@ -87,6 +87,15 @@ func (c *checker) failOps(rule string, detail string, ops ...Op) {
 	c.out = append(c.out, Violation{Rule: rule, Detail: detail, Ops: ops})
 }
 
+// Rules are the guarantees the checker checks, each in a function of its
+// own below.
+var Rules = []string{
+	"acquire-result", "unique-epoch", "epochs-grow", "ok-from-holder", "renew-result",
+	"no-revival", "release-live", "no-overlap", "idempotent-acquire", "refusal-justified",
+	"wait-bounded", "wait-sees-free", "status-justified", "inspect-agrees",
+	"table-keeps-epochs", "table-agrees",
+}
+
 // Check checks a history and the final table (by name) and returns the
 // violations found. Names with a call of unknown outcome get only the
 // checks that cannot be misled by a missing call.
@@ -108,75 +117,133 @@ func Check(ops []Op, final map[string]Row) []Violation {
 	return c.out
 }
 
+// nameCheck is what the rules of one name share: its calls, its holding
+// periods and the states inspect could have shown.
+type nameCheck struct {
+	*checker
+	name    string
+	ops     []Op
+	row     Row
+	haveRow bool
+	certain bool // no call of unknown outcome
+	hs      []*holding
+	byEpoch map[int64]*holding
+	renews  []Op // ok renews, by the time they wrote
+	states  []state
+	span    time.Duration // longest time from a change's write to its commit
+}
+
+func committed(o Op) bool { return !o.RolledBack && !o.Unknown && o.Err == "" }
+
 func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
-	certain := true
+	n := &nameCheck{checker: c, name: name, ops: ops, row: row, haveRow: haveRow, certain: true, byEpoch: map[int64]*holding{}}
 	for _, o := range ops {
 		if o.Unknown {
-			certain = false
+			n.certain = false
 		}
 	}
-	committed := func(o Op) bool { return !o.RolledBack && !o.Unknown && o.Err == "" }
-
-	// Holding periods, from the acquires that succeeded.
-	groups := map[int64][]Op{}
+	n.holdings() // acquire-result, unique-epoch
+	n.epochsGrow()
+	n.endings() // ok-from-holder, renew-result
+	n.noRevival()
+	n.releaseLive()
+	n.noOverlap()
+	n.buildStates()
 	for _, o := range ops {
+		n.waitBounded(o)
+		if o.RolledBack || o.Unknown || !n.certain {
+			continue
+		}
+		ws := n.possible(o.Start, o.End)
+		switch {
+		case o.Kind == Acquire && o.Err == "" && o.Acquired:
+			n.idempotentAcquire(o, ws)
+		case o.Kind == Acquire && o.Err == "" && !o.Acquired:
+			n.refusalJustified(o, ws)
+		case o.Kind == Acquire && o.MaxWait > 0 && o.Err == "57014":
+			n.waitSeesFree(o)
+		case (o.Kind == Renew || o.Kind == Release) && o.Err == "" && o.Status != "ok":
+			n.statusJustified(o, ws)
+		case o.Kind == Inspect && o.Err == "":
+			n.inspectAgrees(o, ws)
+		}
+	}
+	n.tableKeepsEpochs()
+	if n.certain {
+		n.tableAgrees()
+	}
+}
+
+// holdings makes the holding periods from the acquires that succeeded.
+// Rules acquire-result (an acquired lease has an epoch and an expiry) and
+// unique-epoch (one owner per epoch).
+func (n *nameCheck) holdings() {
+	groups := map[int64][]Op{}
+	for _, o := range n.ops {
 		if o.Kind == Acquire && committed(o) && o.Acquired {
 			if o.RetEpoch == nil || o.Expires == nil {
-				c.failOps("acquire-result", "acquired but no epoch or expires_at", o)
+				n.failOps("acquire-result", "acquired but no epoch or expires_at", o)
 				continue
 			}
 			groups[*o.RetEpoch] = append(groups[*o.RetEpoch], o)
 		}
 	}
-	var hs []*holding
-	byEpoch := map[int64]*holding{}
 	for e, g := range groups {
 		slices.SortFunc(g, func(a, b Op) int { return a.Start.Compare(b.Start) })
 		f := g[0]
 		for _, o := range g[1:] {
 			if o.Owner != f.Owner {
-				c.failOps("unique-epoch", fmt.Sprintf("two owners acquired %s at epoch %d", name, e), f, o)
+				n.failOps("unique-epoch", fmt.Sprintf("two owners acquired %s at epoch %d", n.name, e), f, o)
 			}
 		}
 		h := &holding{epoch: e, owner: f.Owner, founder: f, at: f.Expires.Add(-f.TTL)}
 		h.exps = []expiry{{v: *f.Expires, at: h.at, seen: f.End, op: f}}
-		hs = append(hs, h)
-		byEpoch[e] = h
+		n.hs = append(n.hs, h)
+		n.byEpoch[e] = h
 	}
-	slices.SortFunc(hs, func(a, b *holding) int { return a.at.Compare(b.at) })
-	for i, h := range hs {
-		if i > 0 && h.epoch <= hs[i-1].epoch {
-			c.failOps("epochs-grow", fmt.Sprintf("%s: epoch %d acquired after epoch %d", name, h.epoch, hs[i-1].epoch), hs[i-1].founder, h.founder)
+	slices.SortFunc(n.hs, func(a, b *holding) int { return a.at.Compare(b.at) })
+}
+
+// epochsGrow: each new holder's epoch is above the last, and when every
+// call's outcome is known, exactly the next one.
+func (n *nameCheck) epochsGrow() {
+	for i, h := range n.hs {
+		if i > 0 && h.epoch <= n.hs[i-1].epoch {
+			n.failOps("epochs-grow", fmt.Sprintf("%s: epoch %d acquired after epoch %d", n.name, h.epoch, n.hs[i-1].epoch), n.hs[i-1].founder, h.founder)
 		}
-		if certain {
+		if n.certain {
 			want := int64(1)
 			if i > 0 {
-				want = hs[i-1].epoch + 1
+				want = n.hs[i-1].epoch + 1
 			}
 			if h.epoch != want {
-				c.failOps("epochs-grow", fmt.Sprintf("%s: a new holder got epoch %d, the next epoch is %d", name, h.epoch, want), h.founder)
+				n.failOps("epochs-grow", fmt.Sprintf("%s: a new holder got epoch %d, the next epoch is %d", n.name, h.epoch, want), h.founder)
 			}
 		}
 	}
+}
 
-	// ok renews and releases must come from the holder of that epoch.
-	var renews []Op
-	for _, o := range ops {
+// endings attaches the ok releases and renews to their holding periods.
+// Rules ok-from-holder (an ok renew or release comes from the holder of
+// that epoch, once for a release, not before the holding began) and
+// renew-result (an ok renew has an expiry).
+func (n *nameCheck) endings() {
+	for _, o := range n.ops {
 		if !committed(o) || (o.Kind != Renew && o.Kind != Release) || o.Status != "ok" {
 			continue
 		}
-		h := byEpoch[o.Epoch]
+		h := n.byEpoch[o.Epoch]
 		if h == nil {
-			c.failOps("ok-from-holder", fmt.Sprintf("%s ok for %s epoch %d, which nobody acquired", o.Kind, name, o.Epoch), o)
+			n.failOps("ok-from-holder", fmt.Sprintf("%s ok for %s epoch %d, which nobody acquired", o.Kind, n.name, o.Epoch), o)
 			continue
 		}
 		if h.owner != o.Owner {
-			c.failOps("ok-from-holder", fmt.Sprintf("%s ok for %s epoch %d by %s, held by %s", o.Kind, name, o.Epoch, o.Owner, h.owner), h.founder, o)
+			n.failOps("ok-from-holder", fmt.Sprintf("%s ok for %s epoch %d by %s, held by %s", o.Kind, n.name, o.Epoch, o.Owner, h.owner), h.founder, o)
 			continue
 		}
 		if o.Kind == Release {
 			if h.release != nil {
-				c.failOps("ok-from-holder", fmt.Sprintf("%s epoch %d released twice", name, o.Epoch), *h.release, o)
+				n.failOps("ok-from-holder", fmt.Sprintf("%s epoch %d released twice", n.name, o.Epoch), *h.release, o)
 				continue
 			}
 			rel := o
@@ -184,225 +251,264 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 			continue
 		}
 		if o.Expires == nil {
-			c.failOps("renew-result", "renew ok without expires_at", o)
+			n.failOps("renew-result", "renew ok without expires_at", o)
 			continue
 		}
-		renews = append(renews, o)
+		if o.Expires.Add(-o.TTL).Before(h.at.Add(-tol)) {
+			n.failOps("ok-from-holder", "renewed before the holding began", h.founder, o)
+		}
+		n.renews = append(n.renews, o)
 	}
-	slices.SortFunc(renews, func(a, b Op) int { return a.Expires.Add(-a.TTL).Compare(b.Expires.Add(-b.TTL)) })
-	for _, r := range renews {
-		h := byEpoch[r.Epoch]
+	slices.SortFunc(n.renews, func(a, b Op) int { return a.Expires.Add(-a.TTL).Compare(b.Expires.Add(-b.TTL)) })
+}
+
+// noRevival: an ok renew finds the lease live (not lapsed, not released);
+// each extends its holding period's expiry.
+func (n *nameCheck) noRevival() {
+	for _, r := range n.renews {
+		h := n.byEpoch[r.Epoch]
 		at := r.Expires.Add(-r.TTL)
 		prev := h.exps[len(h.exps)-1]
-		if at.Before(h.at.Add(-tol)) {
-			c.failOps("ok-from-holder", "renewed before the holding began", h.founder, r)
-		}
 		if !prev.v.After(at.Add(-tol)) {
-			c.failOps("no-revival", fmt.Sprintf("renewed %s epoch %d at %s, after it lapsed at %s", name, r.Epoch, at.Format("15:04:05.000000"), prev.v.Format("15:04:05.000000")), prev.op, r)
+			n.failOps("no-revival", fmt.Sprintf("renewed %s epoch %d at %s, after it lapsed at %s", n.name, r.Epoch, at.Format("15:04:05.000000"), prev.v.Format("15:04:05.000000")), prev.op, r)
 		}
 		if h.release != nil && at.After(h.release.End.Add(tol)) {
-			c.failOps("no-revival", "renewed after it was released", *h.release, r)
+			n.failOps("no-revival", "renewed after it was released", *h.release, r)
 		}
 		h.exps = append(h.exps, expiry{v: *r.Expires, at: at, seen: r.End, op: r})
 	}
+}
 
-	// Holding periods do not overlap; a release needs a live lease.
-	for i, h := range hs {
+// releaseLive: an ok release finds the lease live.
+func (n *nameCheck) releaseLive() {
+	for _, h := range n.hs {
 		if h.release != nil && !h.final().After(h.release.Start.Add(-tol)) {
-			c.failOps("release-live", fmt.Sprintf("released %s epoch %d although it lapsed at %s", name, h.epoch, h.final().Format("15:04:05.000000")), h.exps[len(h.exps)-1].op, *h.release)
+			n.failOps("release-live", fmt.Sprintf("released %s epoch %d although it lapsed at %s", n.name, h.epoch, h.final().Format("15:04:05.000000")), h.exps[len(h.exps)-1].op, *h.release)
 		}
-		if i+1 == len(hs) {
-			continue
-		}
-		n := hs[i+1]
+	}
+}
+
+// noOverlap: a holding period begins only after the one before it was
+// released or lapsed, and nobody renews a period once the next began.
+func (n *nameCheck) noOverlap() {
+	for i, h := range n.hs[:max(0, len(n.hs)-1)] {
+		next := n.hs[i+1]
 		for _, e := range h.exps[1:] {
-			if e.at.After(n.at.Add(tol)) {
-				c.failOps("no-overlap", fmt.Sprintf("%s epoch %d renewed after epoch %d began", name, h.epoch, n.epoch), n.founder, e.op)
+			if e.at.After(next.at.Add(tol)) {
+				n.failOps("no-overlap", fmt.Sprintf("%s epoch %d renewed after epoch %d began", n.name, h.epoch, next.epoch), next.founder, e.op)
 			}
 		}
 		switch {
 		case h.release != nil:
-			if n.at.Before(h.release.Start.Add(-tol)) {
-				c.failOps("no-overlap", fmt.Sprintf("%s epoch %d began before epoch %d was released", name, n.epoch, h.epoch), n.founder, *h.release)
+			if next.at.Before(h.release.Start.Add(-tol)) {
+				n.failOps("no-overlap", fmt.Sprintf("%s epoch %d began before epoch %d was released", n.name, next.epoch, h.epoch), next.founder, *h.release)
 			}
-		case n.at.Before(h.final().Add(-tol)):
-			c.failOps("no-overlap", fmt.Sprintf("%s epoch %d began at %s while epoch %d was held until %s", name, n.epoch,
-				n.at.Format("15:04:05.000000"), h.epoch, h.final().Format("15:04:05.000000")), h.exps[len(h.exps)-1].op, n.founder)
+		case next.at.Before(h.final().Add(-tol)):
+			n.failOps("no-overlap", fmt.Sprintf("%s epoch %d began at %s while epoch %d was held until %s", n.name, next.epoch,
+				next.at.Format("15:04:05.000000"), h.epoch, h.final().Format("15:04:05.000000")), h.exps[len(h.exps)-1].op, next.founder)
 		}
 	}
+}
 
-	// The states inspect could have shown, in order.
-	var states []state
-	states = append(states, state{}) // unknown, from the beginning
-	for _, h := range hs {
+// buildStates lists the states inspect could have shown, in order: unknown
+// from the beginning, then one per change.
+func (n *nameCheck) buildStates() {
+	n.states = append(n.states, state{})
+	for _, h := range n.hs {
 		for k, e := range h.exps {
-			states = append(states, state{at: e.at, seen: e.seen, h: h, exp: k, cause: e.op})
+			n.states = append(n.states, state{at: e.at, seen: e.seen, h: h, exp: k, cause: e.op})
 		}
 		if h.release != nil {
-			states = append(states, state{at: h.release.Start, seen: h.release.End, released: true, epoch: h.epoch + 1, cause: *h.release})
+			n.states = append(n.states, state{at: h.release.Start, seen: h.release.End, released: true, epoch: h.epoch + 1, cause: *h.release})
 		}
 	}
-	slices.SortStableFunc(states[1:], func(a, b state) int { return a.at.Compare(b.at) })
-	// possible returns the states that may have been visible at some time
-	// in [s, f], with the part of [s, f] in which each may have been.
-	type window struct {
-		st     state
-		lo, hi time.Time
-	}
+	slices.SortStableFunc(n.states[1:], func(a, b state) int { return a.at.Compare(b.at) })
 	// A state's window ends when the next change was committed, which can be
 	// long after that change was written (a blocking acquire's call): look
 	// back that far, and no further, for states that reach into a call.
-	var span time.Duration
-	for _, st := range states[1:] {
-		span = max(span, st.seen.Sub(st.at))
+	for _, st := range n.states[1:] {
+		n.span = max(n.span, st.seen.Sub(st.at))
 	}
-	// first is the index of the first state that may reach into a call
-	// starting at s.
-	first := func(s time.Time) int {
-		i := sort.Search(len(states), func(i int) bool { return i > 0 && !states[i].at.Before(s.Add(-span-tol)) })
-		return max(0, i-1)
-	}
-	possible := func(s, f time.Time) []window {
-		var out []window
-		for i := first(s); i < len(states); i++ {
-			st := states[i]
-			if i > 0 && st.at.After(f.Add(tol)) {
-				break
-			}
-			lo := st.at
-			if i == 0 {
-				lo = s
-			}
-			hi := f
-			if i+1 < len(states) {
-				hi = states[i+1].seen
-			}
-			lo, hi = later(lo, s), earlier(hi, f)
-			if !hi.Before(lo.Add(-tol)) {
-				out = append(out, window{st, lo, hi})
-			}
-		}
-		return out
-	}
-	heldIn := func(w window) bool { return w.st.h != nil && w.lo.Before(w.st.h.exps[w.st.exp].v.Add(tol)) }
-	lapsedIn := func(w window) bool { return w.st.h != nil && !w.hi.Before(w.st.h.exps[w.st.exp].v.Add(-tol)) }
+}
 
-	for _, o := range ops {
-		if o.RolledBack || o.Unknown || !certain {
+// window is a state that may have been visible during part [lo, hi] of a call.
+type window struct {
+	st     state
+	lo, hi time.Time
+}
+
+// first is the index of the first state that may reach into a call
+// starting at s.
+func (n *nameCheck) first(s time.Time) int {
+	i := sort.Search(len(n.states), func(i int) bool { return i > 0 && !n.states[i].at.Before(s.Add(-n.span-tol)) })
+	return max(0, i-1)
+}
+
+// possible returns the states that may have been visible at some time in
+// [s, f], with the part of [s, f] in which each may have been.
+func (n *nameCheck) possible(s, f time.Time) []window {
+	var out []window
+	for i := n.first(s); i < len(n.states); i++ {
+		st := n.states[i]
+		if i > 0 && st.at.After(f.Add(tol)) {
+			break
+		}
+		lo := st.at
+		if i == 0 {
+			lo = s
+		}
+		hi := f
+		if i+1 < len(n.states) {
+			hi = n.states[i+1].seen
+		}
+		lo, hi = later(lo, s), earlier(hi, f)
+		if !hi.Before(lo.Add(-tol)) {
+			out = append(out, window{st, lo, hi})
+		}
+	}
+	return out
+}
+
+func heldIn(w window) bool { return w.st.h != nil && w.lo.Before(w.st.h.exps[w.st.exp].v.Add(tol)) }
+
+func lapsedIn(w window) bool {
+	return w.st.h != nil && !w.hi.Before(w.st.h.exps[w.st.exp].v.Add(-tol))
+}
+
+// waitBounded: a blocking acquire returns within max_wait (and a little),
+// whatever its outcome, and whether or not other calls' outcomes are known.
+func (n *nameCheck) waitBounded(o Op) {
+	if o.Kind == Acquire && o.MaxWait > 0 && !o.Unknown && o.End.Sub(o.Start) > o.MaxWait+WaitOvershoot {
+		n.failOps("wait-bounded", fmt.Sprintf("a blocking acquire with max_wait %s took %s", o.MaxWait, o.End.Sub(o.Start).Round(time.Millisecond)), o)
+	}
+}
+
+// idempotentAcquire: an acquire that returns an existing holding period
+// was made by its holder while it held it, and repeats its expiry.
+func (n *nameCheck) idempotentAcquire(o Op, ws []window) {
+	if o.RetEpoch == nil || o.Expires == nil {
+		return // acquire-result has it
+	}
+	h := n.byEpoch[*o.RetEpoch]
+	if h == nil || h.founder.ID == o.ID {
+		return
+	}
+	for _, w := range ws {
+		if w.st.h == h && heldIn(w) && h.exps[w.st.exp].v.Equal(*o.Expires) {
+			return
+		}
+	}
+	n.failOps("idempotent-acquire", fmt.Sprintf("%s returned epoch %d as if held by %s, which it was not then, or with another expiry", n.name, *o.RetEpoch, o.Owner), h.founder, o)
+}
+
+// refusalJustified: an acquire is refused only while someone else holds
+// the lease.
+func (n *nameCheck) refusalJustified(o Op, ws []window) {
+	for _, w := range ws {
+		if w.st.h != nil && w.st.h.owner != o.Owner && heldIn(w) {
+			return
+		}
+	}
+	n.failOps("refusal-justified", fmt.Sprintf("%s refused although nobody else held it", n.name), o)
+}
+
+// waitSeesFree: a blocking acquire does not run out of time while the
+// lease was certainly free for longer than Slack: after a state's change
+// committed and before the next change was written, while it was unknown,
+// released or lapsed.
+func (n *nameCheck) waitSeesFree(o Op) {
+	for i := max(1, n.first(o.Start)); i < len(n.states) && !n.states[i].at.After(o.End); i++ {
+		st := n.states[i]
+		if st.h != nil && st.h.owner == o.Owner {
 			continue
 		}
-		ws := possible(o.Start, o.End)
-		switch {
-		case o.Kind == Acquire && o.Err == "" && o.Acquired:
-			h := byEpoch[*o.RetEpoch]
-			if h == nil || h.founder.ID == o.ID {
-				continue
+		from := st.seen
+		if st.h != nil {
+			from = later(from, st.h.exps[st.exp].v)
+		}
+		until := o.End
+		if i+1 < len(n.states) {
+			until = n.states[i+1].at
+		}
+		from, until = later(from, o.Start), earlier(until, o.End)
+		if until.Sub(from) > Slack {
+			n.failOps("wait-sees-free", fmt.Sprintf("%s was free for %s during the wait, which still ran out", n.name, until.Sub(from).Round(time.Millisecond)), st.cause, o)
+			return
+		}
+	}
+}
+
+// statusJustified: a renew's or release's refusal names a state the lease
+// was in during the call.
+func (n *nameCheck) statusJustified(o Op, ws []window) {
+	for _, w := range ws {
+		switch o.Status {
+		case "not_owner":
+			if w.st.h == nil || w.st.h.owner != o.Owner {
+				return
 			}
-			// held already by the caller: the result repeats the lease as it is
-			ok := false
-			for _, w := range ws {
-				if w.st.h == h && heldIn(w) && h.exps[w.st.exp].v.Equal(*o.Expires) {
-					ok = true
-				}
+		case "epoch_mismatch":
+			if w.st.h != nil && w.st.h.owner == o.Owner && w.st.h.epoch != o.Epoch {
+				return
 			}
-			if !ok {
-				c.failOps("idempotent-acquire", fmt.Sprintf("%s returned epoch %d as if held by %s, which it was not then, or with another expiry", name, *o.RetEpoch, o.Owner), h.founder, o)
-			}
-		case o.Kind == Acquire && o.Err == "" && !o.Acquired:
-			ok := false
-			for _, w := range ws {
-				if w.st.h != nil && w.st.h.owner != o.Owner && heldIn(w) {
-					ok = true
-				}
-			}
-			if !ok {
-				c.failOps("refusal-justified", fmt.Sprintf("%s refused although nobody else held it", name), o)
-			}
-		case o.Kind == Acquire && o.MaxWait > 0 && o.End.Sub(o.Start) > o.MaxWait+WaitOvershoot:
-			c.failOps("wait-bounded", fmt.Sprintf("a blocking acquire with max_wait %s took %s", o.MaxWait, o.End.Sub(o.Start).Round(time.Millisecond)), o)
-		case o.Kind == Acquire && o.MaxWait > 0 && o.Err == "57014":
-			// Certainly free: after a state's change committed and before the
-			// next change was written, while it was unknown, released or lapsed.
-			for i := max(1, first(o.Start)); i < len(states) && !states[i].at.After(o.End); i++ {
-				st := states[i]
-				if st.h != nil && st.h.owner == o.Owner {
-					continue
-				}
-				from := st.seen
-				if st.h != nil {
-					from = later(from, st.h.exps[st.exp].v)
-				}
-				until := o.End
-				if i+1 < len(states) {
-					until = states[i+1].at
-				}
-				from, until = later(from, o.Start), earlier(until, o.End)
-				if until.Sub(from) > Slack {
-					c.failOps("wait-sees-free", fmt.Sprintf("%s was free for %s during the wait, which still ran out", name, until.Sub(from).Round(time.Millisecond)), st.cause, o)
-					break
-				}
-			}
-		case (o.Kind == Renew || o.Kind == Release) && o.Err == "" && o.Status != "ok":
-			ok := false
-			for _, w := range ws {
-				switch o.Status {
-				case "not_owner":
-					ok = ok || w.st.h == nil || w.st.h.owner != o.Owner
-				case "epoch_mismatch":
-					ok = ok || (w.st.h != nil && w.st.h.owner == o.Owner && w.st.h.epoch != o.Epoch)
-				case "lapsed":
-					ok = ok || (w.st.h != nil && w.st.h.owner == o.Owner && w.st.h.epoch == o.Epoch && lapsedIn(w))
-				}
-			}
-			if !ok {
-				c.failOps("status-justified", fmt.Sprintf("%s said %s, which no state of %s during the call explains", o.Kind, o.Status, name), o)
-			}
-		case o.Kind == Inspect && o.Err == "":
-			ok := false
-			for _, w := range ws {
-				ok = ok || inspectMatches(o, w.st, heldIn(w), lapsedIn(w))
-			}
-			if !ok {
-				c.failOps("inspect-agrees", fmt.Sprintf("inspect of %s shows a state the history does not have during the call", name), o)
+		case "lapsed":
+			if w.st.h != nil && w.st.h.owner == o.Owner && w.st.h.epoch == o.Epoch && lapsedIn(w) {
+				return
 			}
 		}
 	}
+	n.failOps("status-justified", fmt.Sprintf("%s said %s, which no state of %s during the call explains", o.Kind, o.Status, n.name), o)
+}
 
-	// Nothing acknowledged is lost, whatever else happened: the table's
-	// epoch is at least every epoch handed out, and past every release.
+// inspectAgrees: inspect shows a state the lease was in during the call.
+func (n *nameCheck) inspectAgrees(o Op, ws []window) {
+	for _, w := range ws {
+		if inspectMatches(o, w.st, heldIn(w), lapsedIn(w)) {
+			return
+		}
+	}
+	n.failOps("inspect-agrees", fmt.Sprintf("inspect of %s shows a state the history does not have during the call", n.name), o)
+}
+
+// tableKeepsEpochs: nothing acknowledged is lost, whatever else happened:
+// the table's epoch is at least every epoch handed out, and past every
+// release.
+func (n *nameCheck) tableKeepsEpochs() {
 	var top int64
-	for _, h := range hs {
+	for _, h := range n.hs {
 		top = max(top, h.epoch)
 		if h.release != nil {
 			top = max(top, h.epoch+1)
 		}
 	}
-	if top > 0 && (!haveRow || row.Epoch < top) {
-		c.fail("table-keeps-epochs", "%s: the table has epoch %d (row: %v), but epoch %d was handed out or released into", name, row.Epoch, haveRow, top)
+	if top > 0 && (!n.haveRow || n.row.Epoch < top) {
+		n.fail("table-keeps-epochs", "%s: the table has epoch %d (row: %v), but epoch %d was handed out or released into", n.name, n.row.Epoch, n.haveRow, top)
 	}
-	if !certain {
-		return
-	}
-	// The table agrees with the history.
-	if len(hs) == 0 {
-		if haveRow {
-			c.fail("table-agrees", "%s has a row but was never acquired", name)
+}
+
+// tableAgrees: when every outcome is known, the table holds the last
+// holding period as the history left it.
+func (n *nameCheck) tableAgrees() {
+	row := n.row
+	if len(n.hs) == 0 {
+		if n.haveRow {
+			n.fail("table-agrees", "%s has a row but was never acquired", n.name)
 		}
 		return
 	}
-	last := hs[len(hs)-1]
-	if !haveRow {
-		c.fail("table-agrees", "%s has no row, but epoch %d was acquired", name, last.epoch)
+	last := n.hs[len(n.hs)-1]
+	if !n.haveRow {
+		n.fail("table-agrees", "%s has no row, but epoch %d was acquired", n.name, last.epoch)
 		return
 	}
 	switch {
 	case last.release != nil:
 		if row.Owner != nil || row.Epoch != last.epoch+1 || row.Expires != nil {
-			c.fail("table-agrees", "%s: row (%s, %d, %s), want released at epoch %d", name, str(row.Owner), row.Epoch, ts(row.Expires), last.epoch+1)
+			n.fail("table-agrees", "%s: row (%s, %d, %s), want released at epoch %d", n.name, str(row.Owner), row.Epoch, ts(row.Expires), last.epoch+1)
 		}
 	default:
 		if row.Owner == nil || *row.Owner != last.owner || row.Epoch != last.epoch || row.Expires == nil || !row.Expires.Equal(last.final()) {
-			c.fail("table-agrees", "%s: row (%s, %d, %s), want (%s, %d, %s)", name, str(row.Owner), row.Epoch, ts(row.Expires),
+			n.fail("table-agrees", "%s: row (%s, %d, %s), want (%s, %d, %s)", n.name, str(row.Owner), row.Epoch, ts(row.Expires),
 				last.owner, last.epoch, last.final().Format("15:04:05.000000"))
 		}
 	}

@@ -155,18 +155,58 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 	if vs := Check(good, final); len(vs) > 0 {
 		t.Fatalf("a correct history has violations: %v", vs)
 	}
-	for _, tc := range []struct {
-		name string
-		edit func([]Op) []Op
-		rule string
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	cases := []struct {
+		name  string
+		edit  func([]Op) []Op
+		final func(Row) Row // nil keeps the final table
+		rule  string
 	}{
-		{"same epoch twice", func(h []Op) []Op { h[2].RetEpoch = p(1); return h }, "unique-epoch"},
-		{"takeover before lapse", func(h []Op) []Op { h[2] = acq(2, "b", 60, 62, 100, true, 2); return h }, "no-overlap"},
-		{"refused while free", func(h []Op) []Op { h[1] = acq(1, "b", 120, 122, 100, false, 0); return h }, "refusal-justified"},
-		{"inspect of a state that never was", func(h []Op) []Op { h[4].RetOwner = sp("a"); return h }, "inspect-agrees"},
-	} {
+		{"acquired without an epoch", func(h []Op) []Op { h[2].RetEpoch = nil; return h }, nil, "acquire-result"},
+		{"same epoch twice", func(h []Op) []Op { h[2].RetEpoch = p(1); return h }, nil, "unique-epoch"},
+		{"an epoch skipped", func(h []Op) []Op { h[2].RetEpoch = p(3); return h }, nil, "epochs-grow"},
+		{"renew ok from another owner", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Renew, Name: "n", Owner: "c", Epoch: 2, TTL: ms(100), Start: at(180), End: at(181), Status: "ok", Expires: tp(280)})
+		}, nil, "ok-from-holder"},
+		{"renew ok without an expiry", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Renew, Name: "n", Owner: "b", Epoch: 2, TTL: ms(100), Start: at(180), End: at(181), Status: "ok"})
+		}, nil, "renew-result"},
+		{"renew revives a lapsed lease", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Renew, Name: "n", Owner: "a", Epoch: 1, TTL: ms(100), Start: at(120), End: at(121), Status: "ok", Expires: tp(220)})
+		}, nil, "no-revival"},
+		{"release of a lapsed lease", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Release, Name: "n", Owner: "a", Epoch: 1, Start: at(120), End: at(121), Status: "ok"})
+		}, nil, "release-live"},
+		{"takeover before lapse", func(h []Op) []Op { h[2] = acq(2, "b", 60, 62, 100, true, 2); return h }, nil, "no-overlap"},
+		{"re-acquire with another expiry", func(h []Op) []Op { return append(h, acq(5, "b", 180, 181, 100, true, 2)) }, nil, "idempotent-acquire"},
+		{"refused while free", func(h []Op) []Op { h[1] = acq(1, "b", 120, 122, 100, false, 0); return h }, nil, "refusal-justified"},
+		// a blocking acquire that succeeded, but far past its max_wait
+		{"blocking acquire past max_wait", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Acquire, Name: "n", Owner: "c", TTL: ms(100), MaxWait: ms(100), Start: at(200), End: at(1400), Acquired: true, RetEpoch: p(3), Expires: tp(1499)})
+		}, func(Row) Row { return Row{Owner: sp("c"), Epoch: 3, Expires: tp(1499)} }, "wait-bounded"},
+		// the same with another call's outcome unknown: still checked
+		{"blocking acquire past max_wait, history uncertain", func(h []Op) []Op {
+			return append(h,
+				Op{ID: 5, Kind: Acquire, Name: "n", Owner: "c", TTL: ms(100), MaxWait: ms(100), Start: at(200), End: at(1400), Err: "57014"},
+				Op{ID: 6, Kind: Inspect, Name: "n", Start: at(1500), End: at(1501), Unknown: true})
+		}, nil, "wait-bounded"},
+		{"wait ran out while free", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Acquire, Name: "n", Owner: "c", TTL: ms(100), MaxWait: time.Second, Start: at(300), End: at(1300), Err: "57014"})
+		}, nil, "wait-sees-free"},
+		{"lapsed said to a non-holder", func(h []Op) []Op { h[3].Status = "lapsed"; return h }, nil, "status-justified"},
+		{"inspect of a state that never was", func(h []Op) []Op { h[4].RetOwner = sp("a"); return h }, nil, "inspect-agrees"},
+		{"table lost an epoch", func(h []Op) []Op { return h }, func(r Row) Row { r.Epoch = 1; return r }, "table-keeps-epochs"},
+		{"table has another expiry", func(h []Op) []Op { return h }, func(r Row) Row { r.Expires = tp(300); return r }, "table-agrees"},
+	}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.rule] = true
 		h := tc.edit(append([]Op(nil), good...))
-		vs := Check(h, final)
+		fin := final
+		if tc.final != nil {
+			fin = map[string]Row{"n": tc.final(final["n"])}
+		}
+		vs := Check(h, fin)
 		found := false
 		for _, v := range vs {
 			found = found || v.Rule == tc.rule
@@ -175,7 +215,11 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 			t.Errorf("%s: want a %s violation, got %v", tc.name, tc.rule, fmt.Sprint(vs))
 		}
 	}
-
+	for _, r := range Rules {
+		if !covered[r] {
+			t.Errorf("rule %s has no hand-made history that breaks it", r)
+		}
+	}
 }
 
 // TestRunStopsCleanlyWhenAClientCannotConnect lets only two of four
