@@ -14,6 +14,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -92,6 +93,7 @@ func TestVersion(t *testing.T) {
 // TestTestLocal runs the whole suite in-process against a throwaway server
 // from the local PostgreSQL (make test installs it).
 func TestTestLocal(t *testing.T) {
+	testenv.Server(t)
 	results := t.TempDir()
 	code, out, errs := run(t, "test", "--local", "--results", results)
 	if code != ExitOK {
@@ -105,6 +107,7 @@ func TestTestLocal(t *testing.T) {
 }
 
 func TestTestInDocker(t *testing.T) {
+	testenv.Docker(t)
 	dir := t.TempDir()
 	report := filepath.Join(dir, "junit.xml")
 	code, out, errs := run(t, "test", "--pg", "15", "--image", "pglease/postgres", "--results", dir, "--junit", report)
@@ -215,6 +218,7 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 }
 
 func TestRPMInstallOfMissingPackageFails(t *testing.T) {
+	testenv.Docker(t)
 	dist := filepath.Join(t.TempDir(), "dist")
 	if code, _, errs := run(t, "build", "--out", dist, "--pg", "16"); code != ExitOK {
 		t.Fatal(errs)

@@ -23,14 +23,16 @@ import (
 	"github.com/pglease/pglease-gen/internal/junit"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/progress"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // These tests run real containers from the local images, which `make test`
-// builds first (make images). Without a daemon or the images they fail
-// with what to run; they never skip.
+// builds first (make images). They skip under -short; otherwise, without a
+// daemon or the images, they fail with what to run.
 
 func pool(t *testing.T) *dockertest.Pool {
 	t.Helper()
+	testenv.Docker(t)
 	p, err := docker.Connect()
 	if err != nil {
 		t.Fatalf("%v\n(make test starts the daemon and builds the images)", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 func TestEveryMajorIsPinned(t *testing.T) {
@@ -126,6 +127,7 @@ func TestContextUsesTheOfficialLayout(t *testing.T) {
 
 // TestSecondBuildDoesNothing needs the images make images builds.
 func TestSecondBuildDoesNothing(t *testing.T) {
+	testenv.Docker(t)
 	p, err := docker.Connect()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/suite"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // localServer starts a throwaway server from the local installation with
@@ -22,6 +23,7 @@ import (
 // (make test installs it); they fail rather than skip without it.
 func localServer(t *testing.T) *Server {
 	t.Helper()
+	testenv.Server(t)
 	ctx := context.Background()
 	inst, err := FindInstall(ctx, "")
 	if err != nil {
@@ -104,6 +106,7 @@ func copyFS(t *testing.T, src fs.FS) fstest.MapFS {
 // TestRunLocalReportsBrokenExpected changes one expected line and expects
 // the run to fail, name the test, and show the line in the diffs.
 func TestRunLocalReportsBrokenExpected(t *testing.T) {
+	testenv.Server(t)
 	src := copyFS(t, pglease.Files)
 	f := src["regress/expected/api.out"]
 	broken := bytes.Replace(f.Data, []byte(" not_owner\n"), []byte(" deliberately_wrong\n"), 1)
