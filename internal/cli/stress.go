@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/stress"
+)
+
+type stressCmd struct {
+	cfg      stress.Config
+	pgConfig string
+	report   int
+}
+
+func newStress() *cobra.Command {
+	c := &stressCmd{}
+	cmd := &cobra.Command{
+		Use:   "stress",
+		Short: "Run many clients against pg_lease and check the history",
+		Long: "Start a throwaway server (or use --dsn), run --clients clients on --names names\n" +
+			"doing random acquire (blocking and not), renew, release and inspect with TTLs\n" +
+			"from milliseconds to seconds for --duration, then check every call and the\n" +
+			"final table against the lease's guarantees. The last line is\n" +
+			"`stress: N operations checked, V violations`; the exit status is 1 when V > 0.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.DurationVar(&c.cfg.Duration, "duration", 30*time.Second, "how long the clients run")
+	f.IntVar(&c.cfg.Clients, "clients", 8, "concurrent clients (one connection and one owner each)")
+	f.IntVar(&c.cfg.Names, "names", 4, "lease names they contend for")
+	f.Uint64Var(&c.cfg.Seed, "seed", 1, "random seed of the workload")
+	f.StringVar(&c.cfg.DSN, "dsn", "", "a server with pg_lease installed (default: start a throwaway one)")
+	f.StringVar(&c.pgConfig, "pg-config", "", "without --dsn: pg_config of the installation to start")
+	f.IntVar(&c.report, "show", 10, "violations to print in full")
+	return cmd
+}
+
+func (c *stressCmd) run(cmd *cobra.Command) error {
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	if c.cfg.Clients < 1 || c.cfg.Names < 1 || c.cfg.Duration <= 0 {
+		return errors.New("--clients, --names and --duration must be positive")
+	}
+	if c.cfg.DSN == "" {
+		srv, inst, err := pgtest.StartWithExtension(ctx, c.pgConfig, model.PgLease, pglease.Files)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		c.cfg.DSN = srv.DSN("postgres")
+		conn, err := pgx.Connect(ctx, c.cfg.DSN)
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease")
+		conn.Close(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "server: PostgreSQL %d on %s\n", inst.Major, srv.Socket())
+	}
+	cfg := c.cfg.Defaults()
+	fmt.Fprintf(w, "stress: %d clients x %d names for %s (seed %d)\n", cfg.Clients, cfg.Names, cfg.Duration, cfg.Seed)
+	start := time.Now()
+	ops, err := stress.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	final, err := stress.Table(ctx, cfg.DSN, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	ran := time.Since(start)
+	counts := map[string]int{}
+	for _, o := range ops {
+		counts[string(o.Kind)]++
+	}
+	fmt.Fprintf(w, "ran %s: %d acquire, %d renew, %d release, %d inspect (%.0f/s)\n", ran.Round(time.Millisecond),
+		counts["acquire"], counts["renew"], counts["release"], counts["inspect"], float64(len(ops))/ran.Seconds())
+	start = time.Now()
+	vs := stress.Check(ops, final)
+	fmt.Fprintf(w, "checked in %s\n", time.Since(start).Round(time.Millisecond))
+	for i, v := range vs {
+		if i == c.report {
+			fmt.Fprintf(w, "... and %d more\n", len(vs)-i)
+			break
+		}
+		fmt.Fprintln(w, v)
+	}
+	fmt.Fprintf(w, "stress: %d operations checked, %d violations\n", len(ops), len(vs))
+	if len(vs) > 0 {
+		return &exitError{ExitFailure, fmt.Errorf("%d violations", len(vs))}
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/container"
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/images"
+	"github.com/pglease/pglease-gen/internal/junit"
+	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/progress"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+type testCmd struct {
+	local    bool
+	pgConfig string
+	pg       string
+	image    string
+	jobs     int
+	junit    string
+	timeout  time.Duration
+	keep     bool
+	results  string
+	rpm      string
+}
+
+func newTest() *cobra.Command {
+	c := &testCmd{}
+	cmd := &cobra.Command{
+		Use:   "test (--pg MAJORS | --local)",
+		Short: "Run the pg_regress and isolation suites on PostgreSQL 14-18 in Docker, or locally",
+		Long: "With --pg, run both suites inside Docker for each major: a container from\n" +
+			"IMAGE:MAJOR with no network, the rendered extension copied into the server's\n" +
+			"extension directory, a throwaway server on a unix socket, pg_regress and\n" +
+			"pg_isolation_regress run in the container, results copied back to\n" +
+			"--results/pgN. Majors run in parallel, --jobs at a time.\n\n" +
+			"With --local, install the rendered extension into the PostgreSQL found by\n" +
+			"pg_config and run both suites against a throwaway server on this machine.\n\n" +
+			"Exit status: 0 all passed, 1 a test failed or a suite could not run, 2 usage\n" +
+			"or setup error (no Docker daemon, missing image).",
+		Example: "  pglease-gen test --pg all\n" +
+			"  pglease-gen test --pg 14,17 --image pglease/postgres --junit build/junit.xml\n" +
+			"  pglease-gen test --local --pg-config /usr/lib/postgresql/15/bin/pg_config",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
+	}
+	image := os.Getenv("PGLEASE_IMAGE")
+	if image == "" {
+		image = "postgres"
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.pg, "pg", "", "majors to test in Docker: 17, 14,16 or all")
+	f.StringVar(&c.image, "image", image, "image repository; the tag is the major (default from PGLEASE_IMAGE, else postgres)")
+	f.IntVar(&c.jobs, "jobs", runtime.NumCPU(), "majors to run at once")
+	f.StringVar(&c.junit, "junit", "", "write a JUnit XML report to this file")
+	f.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up on a major after this long")
+	f.BoolVar(&c.local, "local", false, "use the local PostgreSQL installation found by pg_config instead of Docker")
+	f.StringVar(&c.pgConfig, "pg-config", "", "with --local: pg_config of the installation to use (default: the one on PATH)")
+	f.BoolVar(&c.keep, "keep", false, "leave the containers (or the local server) running, for debugging")
+	f.StringVar(&c.results, "results", "build/results", "directory for the drivers' results and regression.diffs")
+	f.StringVar(&c.rpm, "rpm", "", "install with `dnf install -y pg_lease_N` from this repository (a tree of pglease-gen build,\n"+
+		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
+		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
+	cmd.MarkFlagsMutuallyExclusive("local", "pg")
+	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
+	return cmd
+}
+
+func (c *testCmd) run(cmd *cobra.Command) error {
+	if c.local {
+		_, err := pgtest.RunLocal(cmd.Context(), model.PgLease, pgtest.LocalOptions{
+			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results,
+		}, cmd.OutOrStdout())
+		if errors.Is(err, pgtest.ErrFailed) {
+			return &exitError{ExitFailure, err}
+		}
+		return err
+	}
+	if c.pg == "" {
+		return fmt.Errorf("say where to test: --pg 17 (or 14,16 or all) runs in Docker, --local against the PostgreSQL found by pg_config")
+	}
+	majors, err := model.PgLease.ParseMajors(c.pg)
+	if err != nil {
+		return err
+	}
+	if c.jobs < 1 {
+		return fmt.Errorf("--jobs must be at least 1, not %d", c.jobs)
+	}
+	opts := container.Options{
+		Ext: model.PgLease, Src: pglease.Files, Majors: majors, Image: c.image, Jobs: c.jobs,
+		Keep: c.keep, Results: c.results, Timeout: c.timeout,
+	}
+	if c.rpm != "" {
+		repo, err := container.FindRepo(c.rpm, model.Packages)
+		if err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("image") {
+			opts.Image = images.EL9Repository
+		}
+		opts.Layout = layout.PGDG
+		opts.Install = container.DNFInstall(model.PgLease, repo)
+	}
+	pool, err := docker.Connect()
+	if err != nil {
+		return err
+	}
+	if err := container.CheckImages(pool, opts.Image, majors); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	opts.Board = progress.New(out, progress.IsTerminal(out))
+	results, err := container.Run(cmd.Context(), pool, opts)
+	opts.Board.Stop()
+	if err != nil {
+		return err
+	}
+	container.Report(out, results)
+	if c.junit != "" {
+		if err := writeJUnit(c.junit, container.JUnit(results)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "JUnit report: %s\n", c.junit)
+	}
+	for _, r := range results {
+		if !r.Passed() {
+			return &exitError{ExitFailure, errors.New("tests failed")}
+		}
+	}
+	return nil
+}
+
+func writeJUnit(file string, suites []junit.Suite) error {
+	var buf bytes.Buffer
+	if err := junit.Write(&buf, suites); err != nil {
+		return err
+	}
+	dir, name := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	return render.Write(dir, render.Files{name: buf.Bytes()})
+}
