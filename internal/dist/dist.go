@@ -18,17 +18,9 @@ import (
 	"github.com/pglease/pglease-gen/internal/suite"
 )
 
-// Data is what the packaging templates (Makefile, META.json, the spec) see.
-type Data struct {
-	Ext         model.Extension
-	Pkg         model.Packaging
-	Source      string // the template's path
-	Summary     string
-	Description string
-	Suffix      string   // release suffix, e.g. PIGSTY
-	Files       []string // the extension's files, sorted
-	Tests       map[string][]string
-}
+// Data is what the packaging templates (Makefile, META.json, the spec)
+// see: the one template data of render.
+type Data = render.Data
 
 // NewData fills Data for ext and pkg with the given release suffix.
 func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string) (Data, error) {
@@ -49,12 +41,6 @@ func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string)
 		Summary:     strings.ToUpper(ext.Comment[:1]) + ext.Comment[1:],
 		Description: pkg.Description,
 	}, nil
-}
-
-// Render renders one packaging template.
-func (d Data) Render(src fs.FS, tmpl string) ([]byte, error) {
-	d.Source = tmpl
-	return render.Template(src, tmpl, d)
 }
 
 // Sources returns the source tree, by path below its top directory.

@@ -91,3 +91,13 @@ func (e Extension) MajorList() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// PGXNLicense is the license as PGXN's META.json names it (its meta spec
+// has its own short names for the common licenses).
+func (e Extension) PGXNLicense() (string, error) {
+	names := map[string]string{"PostgreSQL": "postgresql", "MIT": "mit", "Apache-2.0": "apache_2_0", "BSD-3-Clause": "bsd"}
+	if n, ok := names[e.License]; ok {
+		return n, nil
+	}
+	return "", fmt.Errorf("no PGXN name for the license %q: add it to model.PGXNLicense", e.License)
+}

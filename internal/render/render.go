@@ -45,10 +45,23 @@ var outputs = []output{
 	{"templates/pglease.mk.tmpl", func(model.Extension) string { return "pglease.mk" }},
 }
 
-// data is what every template sees.
-type data struct {
-	Ext    model.Extension
-	Source string // the template's path, for the "rendered from" header
+// Data is what every template sees, the extension's files and the
+// packaging alike (dist.NewData fills the packaging part).
+type Data struct {
+	Ext         model.Extension
+	Pkg         model.Packaging
+	Source      string // the template's path, for the "rendered from" header
+	Summary     string
+	Description string
+	Suffix      string   // release suffix, e.g. PIGSTY
+	Files       []string // the extension's files, sorted
+	Tests       map[string][]string
+}
+
+// Render renders one template with d, its Source set to the template.
+func (d Data) Render(src fs.FS, tmpl string) ([]byte, error) {
+	d.Source = tmpl
+	return Template(src, tmpl, d)
 }
 
 // FuncMap is sprig's hermetic functions (no clock, randomness or
@@ -84,7 +97,7 @@ func ChangelogDate(date string) (string, error) {
 func Extension(ext model.Extension, src fs.FS) (Files, error) {
 	files := Files{}
 	for _, o := range outputs {
-		b, err := Template(src, o.template, data{Ext: ext, Source: o.template})
+		b, err := Data{Ext: ext, Pkg: model.Packages}.Render(src, o.template)
 		if err != nil {
 			return nil, err
 		}
