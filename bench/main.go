@@ -23,7 +23,7 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
 type options struct {
@@ -68,7 +68,7 @@ func run(o options) error {
 	defer os.RemoveAll(work)
 
 	// PostgreSQL with the durability of a real server: fsync on.
-	srv, _, err := pgtest.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, "fsync=on", "shared_buffers=256MB", "max_connections=100")
+	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, "fsync=on", "shared_buffers=256MB", "max_connections=100")
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/stress"
 )
 
@@ -50,7 +50,7 @@ func (c *stressCmd) run(cmd *cobra.Command) error {
 		return errors.New("--clients, --names and --duration must be positive")
 	}
 	if c.cfg.DSN == "" {
-		srv, inst, err := pgtest.StartWithExtension(ctx, c.pgConfig, model.PgLease, pglease.Files)
+		srv, inst, err := pgserver.StartWithExtension(ctx, c.pgConfig, model.PgLease, pglease.Files)
 		if err != nil {
 			return err
 		}

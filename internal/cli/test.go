@@ -18,7 +18,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/junit"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/progress"
 	"github.com/pglease/pglease-gen/internal/render"
 )
@@ -80,10 +80,10 @@ func newTest() *cobra.Command {
 
 func (c *testCmd) run(cmd *cobra.Command) error {
 	if c.local {
-		_, err := pgtest.RunLocal(cmd.Context(), model.PgLease, pgtest.LocalOptions{
+		_, err := pgserver.RunLocal(cmd.Context(), model.PgLease, pgserver.LocalOptions{
 			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results,
 		}, cmd.OutOrStdout())
-		if errors.Is(err, pgtest.ErrFailed) {
+		if errors.Is(err, pgserver.ErrFailed) {
 			return &exitError{ExitFailure, err}
 		}
 		return err

@@ -29,7 +29,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/progress"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
@@ -263,13 +263,13 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 
 	stage("initdb")
 	data := path.Join(workDir, "data")
-	if err := pg.Must(ctx, append([]string{l.Bin("initdb")}, pgtest.InitdbArgs(data, dbUser)...)...); err != nil {
+	if err := pg.Must(ctx, append([]string{l.Bin("initdb")}, pgserver.InitdbArgs(data, dbUser)...)...); err != nil {
 		r.Err = err
 		return r
 	}
 	stage("starting server")
 	logFile := path.Join(workDir, "server.log")
-	if err := pg.Must(ctx, append([]string{l.Bin("pg_ctl")}, pgtest.PgCtlStartArgs(data, workDir, port, logFile)...)...); err != nil {
+	if err := pg.Must(ctx, append([]string{l.Bin("pg_ctl")}, pgserver.PgCtlStartArgs(data, workDir, port, logFile)...)...); err != nil {
 		log, _ := pg.ReadFile(ctx, logFile)
 		r.Err = fmt.Errorf("%w\nserver log:\n%s", err, log)
 		return r

@@ -17,7 +17,7 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
@@ -25,7 +25,7 @@ import (
 // One server per test process (the fuzzer runs several processes).
 var (
 	fuzzOnce sync.Once
-	fuzzSrv  *pgtest.Server
+	fuzzSrv  *pgserver.Server
 	fuzzConn *pgx.Conn
 	fuzzErr  error
 )
@@ -50,8 +50,8 @@ func fuzzSession(t *testing.T) *pgx.Conn {
 
 // startFuzzServer installs the rendered extension (the one this tree
 // makes, not whatever the machine had) and starts a server with it.
-func startFuzzServer(ctx context.Context) (*pgtest.Server, *pgx.Conn, error) {
-	srv, _, err := pgtest.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+func startFuzzServer(ctx context.Context) (*pgserver.Server, *pgx.Conn, error) {
+	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +73,7 @@ func startFuzzServer(ctx context.Context) (*pgtest.Server, *pgx.Conn, error) {
 func TestFuzzServerRunsTheRenderedScript(t *testing.T) {
 	testenv.Server(t)
 	ctx := context.Background()
-	inst, err := pgtest.FindInstall(ctx, os.Getenv("PG_CONFIG"))
+	inst, err := pgserver.FindInstall(ctx, os.Getenv("PG_CONFIG"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestFuzzServerRunsTheRenderedScript(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(inst.ExtensionDir(), model.PgLease.ScriptFile()), stale, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pgtest.InstallFiles(model.PgLease, pglease.Files, inst) })
+	t.Cleanup(func() { pgserver.InstallFiles(model.PgLease, pglease.Files, inst) })
 	srv, conn, err := startFuzzServer(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -13,16 +13,16 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // server starts a throwaway local server with pg_lease installed in the
 // installation (Debian's PostgreSQL 15, which make deps installs).
-func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
+func server(t *testing.T) (*pgserver.Server, pgserver.Install) {
 	t.Helper()
 	testenv.Server(t)
-	srv, inst, err := pgtest.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func server(t *testing.T) (*pgtest.Server, pgtest.Install) {
 
 func exec(t *testing.T, dsn string, sqls ...string) {
 	t.Helper()
-	if err := pgtest.Exec(context.Background(), dsn, sqls...); err != nil {
+	if err := pgserver.Exec(context.Background(), dsn, sqls...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -100,7 +100,7 @@ func TestCheckerCatchesBrokenVariants(t *testing.T) {
 	for _, v := range Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			ext := "pg_lease_" + v.Name
-			remove, err := pgtest.InstallVariant(model.PgLease, pglease.Files, inst, ext, v.Apply)
+			remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, ext, v.Apply)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
-// Package pgtest starts throwaway PostgreSQL servers for the test suites and
+// Package pgserver starts throwaway PostgreSQL servers for the test suites and
 // for Go tests: from a local installation found through pg_config, on a unix
 // socket in a private temporary directory, removed when stopped.
-package pgtest
+package pgserver
 
 import (
 	"context"
