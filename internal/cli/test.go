@@ -18,9 +18,9 @@ import (
 	"github.com/pglease/pglease-gen/internal/junit"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/progress"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/runner"
 )
 
 type testCmd struct {
@@ -80,10 +80,10 @@ func newTest() *cobra.Command {
 
 func (c *testCmd) run(cmd *cobra.Command) error {
 	if c.local {
-		_, err := pgserver.RunLocal(cmd.Context(), model.PgLease, pgserver.LocalOptions{
+		_, err := runner.RunLocal(cmd.Context(), model.PgLease, runner.LocalOptions{
 			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results,
 		}, cmd.OutOrStdout())
-		if errors.Is(err, pgserver.ErrFailed) {
+		if errors.Is(err, runner.ErrFailed) {
 			return &exitError{ExitFailure, err}
 		}
 		return err
@@ -103,7 +103,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		Keep: c.keep, Results: c.results, Timeout: c.timeout,
 	}
 	if c.rpm != "" {
-		repo, err := container.FindRepo(c.rpm, model.Packages)
+		repo, err := runner.FindRepo(c.rpm, model.Packages)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 			opts.Image = images.EL9Repository
 		}
 		opts.Layout = layout.PGDG
-		opts.Install = container.DNFInstall(model.PgLease, repo)
+		opts.Install = runner.DNFInstall(model.PgLease, repo)
 	}
 	pool, err := docker.Connect()
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +30,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/progress"
-	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/suite"
 )
 
@@ -41,16 +40,8 @@ const Label = "org.pglease.test"
 
 const (
 	workDir = "/tmp/pglease" // suites, data directory, socket and results
-	dbUser  = "postgres"
-	port    = 5432
+	dbUser  = pgserver.BootstrapUser
 )
-
-// Installer puts the extension into a running container whose server has
-// the given layout, before the server starts. The default copies the
-// rendered control file and install script into the extension directory.
-// A non-nil check runs after the suites (e.g. uninstall, and check that
-// nothing is left); its error fails the major.
-type Installer func(ctx context.Context, root Exec, l layout.Layout, stage func(string)) (check func(context.Context) error, err error)
 
 // Options configure Run.
 type Options struct {
@@ -63,7 +54,7 @@ type Options struct {
 	Results string // results go to Results/pgN/{regress,isolation}
 	Timeout time.Duration
 	Layout  func(major int) layout.Layout // default layout.Debian
-	Install Installer                     // default: copy the rendered files
+	Install runner.Installer              // default: copy the rendered files
 	Board   *progress.Board
 }
 
@@ -127,7 +118,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 		o.Layout = layout.Debian
 	}
 	if o.Install == nil {
-		o.Install = CopyFiles(o.Ext, o.Src)
+		o.Install = runner.CopyFiles(o.Ext, o.Src)
 	}
 	if o.Jobs < 1 {
 		o.Jobs = 1
@@ -147,7 +138,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 	if err != nil {
 		return nil, err
 	}
-	suites, err := suiteArchive(o.Src)
+	suites, err := runner.SuitesArchive(o.Src)
 	if err != nil {
 		return nil, err
 	}
@@ -241,85 +232,44 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	root := Exec{Client: pool.Client, ID: res.Container.ID}
 	pg := root
 	pg.User = dbUser
-
-	stage("installing " + o.Ext.Name)
-	check, err := o.Install(ctx, root, l, stage)
-	if err != nil {
-		r.Err = fmt.Errorf("install %s: %w", o.Ext.Name, err)
-		return r
-	}
-	if err := root.Must(ctx, "mkdir", "-p", workDir); err != nil {
-		r.Err = err
-		return r
-	}
-	if err := root.Upload(ctx, workDir, suites); err != nil {
-		r.Err = err
-		return r
-	}
-	if err := root.Must(ctx, "chown", "-R", dbUser+":", workDir); err != nil {
-		r.Err = err
-		return r
-	}
-
-	stage("initdb")
-	data := path.Join(workDir, "data")
-	if err := pg.Must(ctx, append([]string{l.Bin("initdb")}, pgserver.InitdbArgs(data, dbUser)...)...); err != nil {
-		r.Err = err
-		return r
-	}
-	stage("starting server")
-	logFile := path.Join(workDir, "server.log")
-	if err := pg.Must(ctx, append([]string{l.Bin("pg_ctl")}, pgserver.PgCtlStartArgs(data, workDir, port, logFile)...)...); err != nil {
-		log, _ := pg.ReadFile(ctx, logFile)
-		r.Err = fmt.Errorf("%w\nserver log:\n%s", err, log)
-		return r
-	}
-	out, err := pg.Output(ctx, l.Bin("psql"), "-X", "-At", "-h", workDir, "-p", strconv.Itoa(port), "-U", dbUser, "-d", "postgres", "-c", "SHOW server_version")
-	if err != nil {
-		r.Err = fmt.Errorf("ask the server its version: %w", err)
-		return r
-	}
-	r.Server = strings.TrimSpace(string(out))
-
-	results := path.Join(workDir, "results")
-	if err := pg.Must(ctx, "mkdir", "-p", results); err != nil {
-		r.Err = err
-		return r
-	}
-	res2, err := suite.Run(ctx, pg, suite.Options{
-		PgRegress:          l.PgRegress(),
-		PgIsolationRegress: l.PgIsolationRegress(),
-		BinDir:             l.BinDir,
-		InputDir:           workDir,
-		OutputDir:          results,
-		Host:               workDir,
-		Port:               port,
-		User:               dbUser,
-		Tests:              tests,
-		Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s (%d tests)", k, len(tests[k]))) },
+	out, err := runner.Run(ctx, target{root: root, pg: pg, l: l}, runner.Options{
+		Tests: tests, Suites: suites, Install: o.Install, Keep: o.Keep, Stage: stage,
+		Results: resultsDir(o.Results, major),
 	})
-	r.Result = res2
-	if err != nil {
-		if ctx.Err() != nil && parent.Err() == nil {
-			err = fmt.Errorf("timed out after %s: %w", o.Timeout, err)
-		}
-		r.Err = err
-		return r
+	r.Server, r.Result = out.Server, out.Result
+	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+		err = fmt.Errorf("timed out after %s: %w", o.Timeout, err)
 	}
-	if o.Results != "" {
-		stage("copying results")
-		dst := filepath.Join(o.Results, key(major))
-		if err := pg.Download(ctx, results, dst); err != nil {
-			r.Err = err
-			return r
-		}
-	}
-	if check != nil {
-		if err := check(ctx); err != nil {
-			r.Err = err
-		}
-	}
+	r.Err = err
 	return r
+}
+
+func resultsDir(results string, major int) string {
+	if results == "" {
+		return ""
+	}
+	return filepath.Join(results, key(major))
+}
+
+// target is a running container as a runner.Target.
+type target struct {
+	root, pg Exec
+	l        layout.Layout
+}
+
+func (t target) Layout() layout.Layout  { return t.l }
+func (t target) Root() suite.Executor   { return t.root }
+func (t target) Server() suite.Executor { return t.pg }
+func (t target) User() string           { return dbUser }
+func (t target) WorkDir() string        { return workDir }
+func (t target) Own(ctx context.Context, dir string) error {
+	return runner.Must(ctx, t.root, "chown", "-R", dbUser+":", dir)
+}
+func (t target) Upload(ctx context.Context, dir string, archive []byte) error {
+	return t.root.Upload(ctx, dir, archive)
+}
+func (t target) Download(ctx context.Context, src, dst string) error {
+	return t.pg.Download(ctx, src, dst)
 }
 
 // remove force-removes a container and its anonymous volumes; it runs on
@@ -340,53 +290,4 @@ func uniqueName(major int) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("pglease-test-pg%d-%s", major, hex.EncodeToString(b)), nil
-}
-
-// CopyFiles is the default Installer: it renders the extension and copies
-// its control file and install script into the extension directory.
-func CopyFiles(ext model.Extension, src fs.FS) Installer {
-	return func(ctx context.Context, root Exec, l layout.Layout, _ func(string)) (func(context.Context) error, error) {
-		files, err := render.Extension(ext, src)
-		if err != nil {
-			return nil, err
-		}
-		var t docker.Tar
-		for _, n := range []string{ext.ControlFile(), ext.ScriptFile()} {
-			if err := t.File(n, 0o644, files[n]); err != nil {
-				return nil, err
-			}
-		}
-		archive, err := t.Bytes()
-		if err != nil {
-			return nil, err
-		}
-		if err := root.Must(ctx, "test", "-d", l.ExtensionDir()); err != nil {
-			return nil, fmt.Errorf("the image has no %s: is it a %s-layout PostgreSQL %d image? (%w)", l.ExtensionDir(), l.Name, l.Major, err)
-		}
-		return nil, root.Upload(ctx, l.ExtensionDir(), archive)
-	}
-}
-
-// suiteArchive is a tar of regress/ and isolation/ from src.
-func suiteArchive(src fs.FS) ([]byte, error) {
-	var t docker.Tar
-	for _, k := range suite.Kinds {
-		err := fs.WalkDir(src, string(k), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return t.Dir(p, 0o755)
-			}
-			b, err := fs.ReadFile(src, p)
-			if err != nil {
-				return err
-			}
-			return t.File(p, 0o644, b)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("pack the suites: %w", err)
-		}
-	}
-	return t.Bytes()
 }

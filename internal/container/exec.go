@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/pglease/pglease-gen/internal/runner"
 )
 
 // Exec runs commands in a container as one user; it is the suite.Executor
@@ -45,25 +46,6 @@ func (e Exec) Run(ctx context.Context, argv []string) ([]byte, []byte, int, erro
 		return stdout.Bytes(), stderr.Bytes(), -1, fmt.Errorf("exec %s: %w", argv[0], err)
 	}
 	return stdout.Bytes(), stderr.Bytes(), st.ExitCode, nil
-}
-
-// Output runs argv and returns its standard output; it fails unless argv
-// exits 0, with both streams in the error.
-func (e Exec) Output(ctx context.Context, argv ...string) ([]byte, error) {
-	stdout, stderr, code, err := e.Run(ctx, argv)
-	if err == nil && code != 0 {
-		err = fmt.Errorf("%s exited with %d", strings.Join(argv, " "), code)
-	}
-	if err != nil {
-		return stdout, fmt.Errorf("%w:\n%s%s", err, stdout, stderr)
-	}
-	return stdout, nil
-}
-
-// Must runs argv and fails unless it exits 0; the error has its output.
-func (e Exec) Must(ctx context.Context, argv ...string) error {
-	_, err := e.Output(ctx, argv...)
-	return err
 }
 
 // ReadFile reads one file from the container.
@@ -120,7 +102,7 @@ func (e Exec) Download(ctx context.Context, src, dst string) error {
 		}
 		// entries are named base(src)/...; drop that first element
 		_, rel, _ := strings.Cut(h.Name, "/")
-		target, err := within(dst, rel)
+		target, err := runner.Within(dst, rel)
 		if err != nil {
 			return fmt.Errorf("copy %s out of the container: %w", src, err)
 		}
@@ -142,15 +124,4 @@ func (e Exec) Download(ctx context.Context, src, dst string) error {
 			}
 		}
 	}
-}
-
-// within joins the archive entry name rel to dir, and refuses a name that
-// would land outside dir (../, or an absolute name).
-func within(dir, rel string) (string, error) {
-	target := filepath.Join(dir, filepath.FromSlash(rel))
-	r, err := filepath.Rel(filepath.Clean(dir), target)
-	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", fmt.Errorf("bad entry %q: outside %s", rel, dir)
-	}
-	return target, nil
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pglease/pglease-gen/internal/layout"
 )
 
 // Install describes a local PostgreSQL installation.
@@ -29,16 +31,17 @@ type Install struct {
 // ExtensionDir is where CREATE EXTENSION looks for control and script files.
 func (i Install) ExtensionDir() string { return filepath.Join(i.ShareDir, "extension") }
 
-// PgRegress is the path of pg_regress shipped with the installation.
-func (i Install) PgRegress() string {
-	return filepath.Join(filepath.Dir(i.PGXS), "..", "test", "regress", "pg_regress")
+// Layout is the installation's layout, as pg_config reports it.
+func (i Install) Layout() layout.Layout {
+	return layout.Layout{
+		Name: "local", Major: i.Major, BinDir: i.BinDir, ShareDir: i.ShareDir,
+		// pgxs.mk is PGXSDir/src/makefiles/pgxs.mk
+		PGXSDir: filepath.Dir(filepath.Dir(filepath.Dir(i.PGXS))),
+	}
 }
 
-// PgIsolationRegress is the path of pg_isolation_regress; isolationtester
-// sits beside it.
-func (i Install) PgIsolationRegress() string {
-	return filepath.Join(filepath.Dir(i.PGXS), "..", "test", "isolation", "pg_isolation_regress")
-}
+// BootstrapUser is the superuser every throwaway cluster is made with.
+const BootstrapUser = "postgres"
 
 // FindInstall asks pg_config (a path, or a name looked up on PATH) where the
 // installation is.
@@ -114,7 +117,7 @@ func StartWith(ctx context.Context, inst Install, parent string, settings ...str
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	s := &Server{Install: inst, Dir: dir, Port: 5432, User: "postgres"}
+	s := &Server{Install: inst, Dir: dir, Port: 5432, User: BootstrapUser}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {

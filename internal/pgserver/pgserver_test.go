@@ -1,20 +1,15 @@
 package pgserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
-	"github.com/pglease/pglease-gen/internal/suite"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -82,57 +77,6 @@ func TestRenderedScriptOnRealServer(t *testing.T) {
 	var pgErr interface{ SQLState() string }
 	if !errors.As(err, &pgErr) || pgErr.SQLState() != "22023" {
 		t.Fatalf("acquire with an empty name: %v; want SQLSTATE 22023", err)
-	}
-}
-
-// copyFS copies src into a MapFS that a test can change.
-func copyFS(t *testing.T, src fs.FS) fstest.MapFS {
-	t.Helper()
-	m := fstest.MapFS{}
-	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(src, p)
-		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// TestRunLocalReportsBrokenExpected changes one expected line and expects
-// the run to fail, name the test, and show the line in the diffs.
-func TestRunLocalReportsBrokenExpected(t *testing.T) {
-	testenv.Server(t)
-	src := copyFS(t, pglease.Files)
-	f := src["regress/expected/api.out"]
-	broken := bytes.Replace(f.Data, []byte(" not_owner\n"), []byte(" deliberately_wrong\n"), 1)
-	if bytes.Equal(broken, f.Data) {
-		t.Fatal("regress/expected/api.out has no line to break")
-	}
-	f.Data = broken
-	var out bytes.Buffer
-	res, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: src, Results: t.TempDir()}, &out)
-	if !errors.Is(err, ErrFailed) {
-		t.Fatalf("RunLocal = %v; want ErrFailed\n%s", err, out.String())
-	}
-	var failed []string
-	for _, c := range res.Cases {
-		if !c.Passed {
-			failed = append(failed, string(c.Kind)+"/"+c.Name)
-		}
-	}
-	if len(failed) != 1 || failed[0] != "regress/api" {
-		t.Errorf("failed tests = %v; want [regress/api]", failed)
-	}
-	if !strings.Contains(res.Diffs[suite.Regress], "- deliberately_wrong") {
-		t.Errorf("regress diffs do not show the broken line:\n%s", res.Diffs[suite.Regress])
-	}
-	if !strings.Contains(out.String(), "deliberately_wrong") {
-		t.Errorf("the report does not show the diff:\n%s", out.String())
 	}
 }
 

@@ -92,6 +92,16 @@ func ChangelogDate(date string) (string, error) {
 	return t.Format("Mon Jan 02 2006"), nil
 }
 
+// InstallFiles are the rendered files CREATE EXTENSION reads: the control
+// file and the install script.
+func InstallFiles(ext model.Extension, src fs.FS) (Files, error) {
+	files, err := Extension(ext, src)
+	if err != nil {
+		return nil, err
+	}
+	return Files{ext.ScriptFile(): files[ext.ScriptFile()], ext.ControlFile(): files[ext.ControlFile()]}, nil
+}
+
 // Extension renders the install script, the control file and the make
 // fragment for ext from the templates in src.
 func Extension(ext model.Extension, src fs.FS) (Files, error) {

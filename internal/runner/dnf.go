@@ -1,4 +1,4 @@
-package container
+package runner
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/pglease/pglease-gen/internal/docker"
-	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
 )
@@ -43,8 +42,9 @@ func FindRepo(dir string, pkg model.Packaging) (string, error) {
 // `dnf remove -y pg_lease_N` and fails if the package or any of its files
 // is still there.
 func DNFInstall(ext model.Extension, repo string) Installer {
-	return func(ctx context.Context, root Exec, l layout.Layout, stage func(string)) (func(context.Context) error, error) {
-		var t docker.Tar
+	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
+		root, l := t.Root(), t.Layout()
+		var tb docker.Tar
 		err := filepath.WalkDir(repo, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -54,25 +54,25 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 				return err
 			}
 			if d.IsDir() {
-				return t.Dir(filepath.ToSlash(rel), 0o755)
+				return tb.Dir(filepath.ToSlash(rel), 0o755)
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			return t.File(filepath.ToSlash(rel), 0o644, b)
+			return tb.File(filepath.ToSlash(rel), 0o644, b)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pack %s: %w", repo, err)
 		}
-		archive, err := t.Bytes()
+		archive, err := tb.Bytes()
 		if err != nil {
 			return nil, err
 		}
-		if err := root.Must(ctx, "mkdir", "-p", repoInContainer); err != nil {
+		if err := Must(ctx, root, "mkdir", "-p", repoInContainer); err != nil {
 			return nil, err
 		}
-		if err := root.Upload(ctx, repoInContainer, archive); err != nil {
+		if err := t.Upload(ctx, repoInContainer, archive); err != nil {
 			return nil, err
 		}
 		var rf docker.Tar
@@ -84,21 +84,21 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 		if err != nil {
 			return nil, err
 		}
-		if err := root.Must(ctx, "mkdir", "-p", "/etc/yum.repos.d"); err != nil {
+		if err := Must(ctx, root, "mkdir", "-p", "/etc/yum.repos.d"); err != nil {
 			return nil, err
 		}
-		if err := root.Upload(ctx, "/etc/yum.repos.d", b); err != nil {
+		if err := t.Upload(ctx, "/etc/yum.repos.d", b); err != nil {
 			return nil, err
 		}
 		name := ext.PackageName(l.Major)
 		stage("dnf install -y " + name)
-		if _, err := root.Output(ctx, "dnf", "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
+		if _, err := Output(ctx, root, "dnf", "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
 			return nil, err
 		}
-		if _, err := root.Output(ctx, "rpm", "-q", name, model.ServerPackage(l.Major)); err != nil {
+		if _, err := Output(ctx, root, "rpm", "-q", name, model.ServerPackage(l.Major)); err != nil {
 			return nil, fmt.Errorf("after dnf install: %w", err)
 		}
-		out, err := root.Output(ctx, "rpm", "-ql", name)
+		out, err := Output(ctx, root, "rpm", "-ql", name)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 		}
 		return func(ctx context.Context) error {
 			stage("dnf remove -y " + name)
-			if _, err := root.Output(ctx, "dnf", "remove", "-y", name); err != nil {
+			if _, err := Output(ctx, root, "dnf", "remove", "-y", name); err != nil {
 				return err
 			}
 			if _, _, code, err := root.Run(ctx, []string{"rpm", "-q", name}); err != nil || code == 0 {

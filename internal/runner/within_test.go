@@ -1,4 +1,4 @@
-package container
+package runner
 
 import "testing"
 
@@ -15,9 +15,9 @@ func TestWithinRefusesEscapes(t *testing.T) {
 		{"a/../../b", false},
 		{"/etc/passwd", false},
 	} {
-		_, err := within("/tmp/results/pg1", tc.rel)
+		_, err := Within("/tmp/results/pg1", tc.rel)
 		if (err == nil) != tc.ok {
-			t.Errorf("within(/tmp/results/pg1, %q): err = %v, want ok=%v", tc.rel, err, tc.ok)
+			t.Errorf("Within(/tmp/results/pg1, %q): err = %v, want ok=%v", tc.rel, err, tc.ok)
 		}
 	}
 }

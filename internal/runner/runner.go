@@ -1,0 +1,224 @@
+// Package runner runs the extension's regress and isolation suites on one
+// target by one procedure, wherever PostgreSQL is: install the extension,
+// initdb, start a server on a unix socket, run both suites, copy the
+// results out, check, stop. A Target is only how to run commands there,
+// how to copy files in and out, and where PostgreSQL lives: this machine
+// (Host) and a container (package container) are two.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pglease/pglease-gen/internal/docker"
+	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/suite"
+)
+
+// Target is a place where PostgreSQL runs for the suites.
+type Target interface {
+	// Layout says where the major's programs, extension directory and
+	// drivers are.
+	Layout() layout.Layout
+	// Root runs commands as the administrator (installers); Server as the
+	// server's operating system user (initdb, pg_ctl, the drivers).
+	Root() suite.Executor
+	Server() suite.Executor
+	// User is the server's bootstrap superuser.
+	User() string
+	// WorkDir is a directory of the target's own for the suites, the data
+	// directory, the socket and the results.
+	WorkDir() string
+	// Upload extracts a tar archive into dir on the target.
+	Upload(ctx context.Context, dir string, archive []byte) error
+	// Own gives dir and everything in it to the server's user.
+	Own(ctx context.Context, dir string) error
+	// Download copies the directory src on the target to dst on this
+	// machine, replacing dst.
+	Download(ctx context.Context, src, dst string) error
+}
+
+// Installer puts the extension into the target before the server starts.
+// A non-nil check runs after the suites (e.g. uninstall, and check that
+// nothing is left); its error fails the run.
+type Installer func(ctx context.Context, t Target, stage func(string)) (check func(context.Context) error, err error)
+
+// Options configure Run.
+type Options struct {
+	Tests   map[suite.Kind][]string
+	Suites  []byte    // tar of regress/ and isolation/ (SuitesArchive)
+	Install Installer // nil: the extension is already there
+	// Results is the directory on this machine that receives
+	// Results/regress and Results/isolation; "" leaves them on the target.
+	Results string
+	Keep    bool // leave the server running
+	Stage   func(string)
+}
+
+// Outcome is what Run learned.
+type Outcome struct {
+	Server string // server_version as the server reports it
+	Result suite.Result
+}
+
+// Port is the server's port (on its unix socket only).
+const Port = 5432
+
+// Run runs both suites on t. An error means the suites could not run (or
+// the installer's check failed); failed tests are in the result.
+func Run(ctx context.Context, t Target, o Options) (Outcome, error) {
+	var out Outcome
+	stage := o.Stage
+	if stage == nil {
+		stage = func(string) {}
+	}
+	l, root, srv := t.Layout(), t.Root(), t.Server()
+	var check func(context.Context) error
+	if o.Install != nil {
+		stage("installing")
+		c, err := o.Install(ctx, t, stage)
+		if err != nil {
+			return out, fmt.Errorf("install: %w", err)
+		}
+		check = c
+	}
+	work := t.WorkDir()
+	if err := Must(ctx, root, "mkdir", "-p", work); err != nil {
+		return out, err
+	}
+	if err := t.Upload(ctx, work, o.Suites); err != nil {
+		return out, err
+	}
+	if err := t.Own(ctx, work); err != nil {
+		return out, err
+	}
+
+	stage("initdb")
+	data := path.Join(work, "data")
+	if err := Must(ctx, srv, append([]string{l.Bin("initdb")}, pgserver.InitdbArgs(data, t.User())...)...); err != nil {
+		return out, err
+	}
+	stage("starting server")
+	logFile := path.Join(work, "server.log")
+	if err := Must(ctx, srv, append([]string{l.Bin("pg_ctl")}, pgserver.PgCtlStartArgs(data, work, Port, logFile)...)...); err != nil {
+		log, _ := srv.ReadFile(ctx, logFile)
+		return out, fmt.Errorf("%w\nserver log:\n%s", err, log)
+	}
+	if !o.Keep {
+		defer func() {
+			// on its own context, so that the server stops after a cancel too
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			Must(sctx, srv, l.Bin("pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
+		}()
+	}
+	v, err := Output(ctx, srv, l.Bin("psql"), "-X", "-At", "-h", work, "-p", strconv.Itoa(Port), "-U", t.User(), "-d", "postgres", "-c", "SHOW server_version")
+	if err != nil {
+		return out, fmt.Errorf("ask the server its version: %w", err)
+	}
+	out.Server = strings.TrimSpace(string(v))
+
+	results := path.Join(work, "results")
+	if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
+		return out, err
+	}
+	out.Result, err = suite.Run(ctx, srv, suite.Options{
+		PgRegress:          l.PgRegress(),
+		PgIsolationRegress: l.PgIsolationRegress(),
+		BinDir:             l.BinDir,
+		InputDir:           work,
+		OutputDir:          results,
+		Host:               work,
+		Port:               Port,
+		User:               t.User(),
+		Tests:              o.Tests,
+		Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s (%d tests)", k, len(o.Tests[k]))) },
+	})
+	if err != nil {
+		return out, err
+	}
+	if o.Results != "" {
+		stage("copying results")
+		for _, k := range suite.Kinds {
+			if err := t.Download(ctx, path.Join(results, string(k)), filepath.Join(o.Results, string(k))); err != nil {
+				return out, err
+			}
+		}
+	}
+	if check != nil {
+		if err := check(ctx); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Output runs argv and returns its standard output; it fails unless argv
+// exits 0, with both streams in the error.
+func Output(ctx context.Context, e suite.Executor, argv ...string) ([]byte, error) {
+	stdout, stderr, code, err := e.Run(ctx, argv)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%s exited with %d", strings.Join(argv, " "), code)
+	}
+	if err != nil {
+		return stdout, fmt.Errorf("%w:\n%s%s", err, stdout, stderr)
+	}
+	return stdout, nil
+}
+
+// Must runs argv and fails unless it exits 0; the error has its output.
+func Must(ctx context.Context, e suite.Executor, argv ...string) error {
+	_, err := Output(ctx, e, argv...)
+	return err
+}
+
+// SuitesArchive is a tar of regress/ and isolation/ from src.
+func SuitesArchive(src fs.FS) ([]byte, error) {
+	var t docker.Tar
+	for _, k := range suite.Kinds {
+		err := fs.WalkDir(src, string(k), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return t.Dir(p, 0o755)
+			}
+			b, err := fs.ReadFile(src, p)
+			if err != nil {
+				return err
+			}
+			return t.File(p, 0o644, b)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pack the suites: %w", err)
+		}
+	}
+	return t.Bytes()
+}
+
+// Within joins the archive entry name rel to dir, and refuses a name that
+// would land outside dir (../, or an absolute name).
+func Within(dir, rel string) (string, error) {
+	target := filepath.Join(dir, filepath.FromSlash(rel))
+	r, err := filepath.Rel(filepath.Clean(dir), target)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("bad entry %q: outside %s", rel, dir)
+	}
+	return target, nil
+}
+
+// errPermission says how to get the right to install.
+func errPermission(err error, dir string) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: writing into %s needs root (or `make install` as root first)", err, dir)
+	}
+	return err
+}
