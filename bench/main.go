@@ -22,6 +22,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
@@ -79,7 +80,7 @@ func run(o options) error {
 		return err
 	}
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE EXTENSION pg_lease; "+floorSchema); err != nil {
+	if _, err := admin.Exec(ctx, leaseclient.CreateSQL+"; "+floorSchema); err != nil {
 		return err
 	}
 	var pgVersion string

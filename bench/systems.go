@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -53,34 +54,28 @@ func pgConnect(ctx context.Context, dsn, syncCommit string) (*pgx.Conn, int, err
 }
 
 func (c *pgLease) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
-	var ok bool
-	var epoch *int64
-	err := c.conn.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire($1, $2, $3)", name, owner, ttl).Scan(&ok, &epoch)
-	if err != nil || !ok {
+	g, err := leaseclient.Acquire(ctx, c.conn, name, owner, ttl, nil)
+	if err != nil || !g.Acquired {
 		return 0, false, err
 	}
-	return *epoch, true, nil
+	return *g.Epoch, true, nil
 }
 
 func (c *pgLease) AcquireWait(ctx context.Context, name, owner string, ttl, wait time.Duration) (int64, bool, error) {
-	var ok bool
-	var epoch *int64
-	err := c.conn.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire($1, $2, $3, $4)", name, owner, ttl, wait).Scan(&ok, &epoch)
-	if err != nil || !ok {
+	g, err := leaseclient.Acquire(ctx, c.conn, name, owner, ttl, wait)
+	if err != nil || !g.Acquired {
 		return 0, false, err
 	}
-	return *epoch, true, nil
+	return *g.Epoch, true, nil
 }
 
 func (c *pgLease) Renew(ctx context.Context, name, owner string, token int64, ttl time.Duration) (bool, error) {
-	var status string
-	err := c.conn.QueryRow(ctx, "SELECT status FROM lease.renew($1, $2, $3, $4)", name, owner, token, ttl).Scan(&status)
-	return status == "ok", err
+	r, err := leaseclient.Renew(ctx, c.conn, name, owner, token, ttl)
+	return r.Status == "ok", err
 }
 
 func (c *pgLease) Release(ctx context.Context, name, owner string, token int64) (bool, error) {
-	var status string
-	err := c.conn.QueryRow(ctx, "SELECT lease.release($1, $2, $3)", name, owner, token).Scan(&status)
+	status, err := leaseclient.Release(ctx, c.conn, name, owner, token)
 	return status == "ok", err
 }
 

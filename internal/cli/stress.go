@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/stress"
@@ -60,7 +61,7 @@ func (c *stressCmd) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease")
+		err = leaseclient.Create(ctx, conn)
 		conn.Close(ctx)
 		if err != nil {
 			return err

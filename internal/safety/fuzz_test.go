@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/render"
@@ -58,7 +59,9 @@ func startFuzzServer(ctx context.Context) (*pgserver.Server, *pgx.Conn, error) {
 	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
 	if err == nil {
 		// a blocking acquire on a held lease waits, as it should; cap it
-		_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease; SET statement_timeout = '1s'")
+		if err = leaseclient.Create(ctx, conn); err == nil {
+			_, err = conn.Exec(ctx, "SET statement_timeout = '1s'")
+		}
 	}
 	if err != nil {
 		srv.Stop()
@@ -201,29 +204,26 @@ func FuzzCall(f *testing.F) {
 		var okResult bool
 		switch op % 4 {
 		case 0:
-			var acquired *bool
-			var e *int64
-			var exp *time.Time
-			err = conn.QueryRow(ctx, "SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3::interval, $4::interval)", a[0], a[1], a[2], a[3]).Scan(&acquired, &e, &exp)
+			var g leaseclient.Grant
+			g, err = leaseclient.Acquire(ctx, conn, a[0], a[1], a[2], a[3])
 			if err == nil {
-				if acquired == nil || (*acquired != (e != nil)) || (*acquired != (exp != nil)) || (e != nil && *e < 1) {
-					t.Fatalf("acquire returned (%v, %v, %v)", acquired, e, exp)
+				if g.Acquired != (g.Epoch != nil) || g.Acquired != (g.Expires != nil) || (g.Epoch != nil && *g.Epoch < 1) {
+					t.Fatalf("acquire returned (%v, %v, %v)", g.Acquired, g.Epoch, g.Expires)
 				}
-				okResult = *acquired
+				okResult = g.Acquired
 			}
 		case 1:
-			var status string
-			var exp *time.Time
-			err = conn.QueryRow(ctx, "SELECT status, expires_at FROM lease.renew($1, $2, $3, $4::interval)", a[0], a[1], a[4], a[2]).Scan(&status, &exp)
+			var r leaseclient.Renewal
+			r, err = leaseclient.Renew(ctx, conn, a[0], a[1], a[4], a[2])
 			if err == nil {
-				if !validStatus(status) || (status == "ok") != (exp != nil) {
-					t.Fatalf("renew returned (%q, %v)", status, exp)
+				if !validStatus(r.Status) || (r.Status == "ok") != (r.Expires != nil) {
+					t.Fatalf("renew returned (%q, %v)", r.Status, r.Expires)
 				}
-				okResult = status == "ok"
+				okResult = r.Status == "ok"
 			}
 		case 2:
 			var status string
-			err = conn.QueryRow(ctx, "SELECT lease.release($1, $2, $3)", a[0], a[1], a[4]).Scan(&status)
+			status, err = leaseclient.Release(ctx, conn, a[0], a[1], a[4])
 			if err == nil {
 				if !validStatus(status) {
 					t.Fatalf("release returned %q", status)
@@ -231,11 +231,7 @@ func FuzzCall(f *testing.F) {
 				okResult = status == "ok"
 			}
 		case 3:
-			var held bool
-			var o *string
-			var e *int64
-			var exp *time.Time
-			err = conn.QueryRow(ctx, "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", a[0]).Scan(&held, &o, &e, &exp)
+			_, err = leaseclient.Inspect(ctx, conn, a[0])
 		}
 		if err := conn.Ping(ctx); err != nil {
 			t.Fatalf("the server went away after op %d: %v", op%4, err)

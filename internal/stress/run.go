@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 )
 
 // Config shapes a run.
@@ -199,18 +200,20 @@ func (c *client) step(ctx context.Context) (Op, error) {
 // call runs the operation and records its outcome. A SQL error is an
 // outcome; a broken connection is returned as an error.
 func (c *client) call(ctx context.Context, op *Op) error {
-	var row pgx.Row
-	q := func(sql string, args ...any) { row = c.conn.QueryRow(ctx, sql, args...) }
 	var wait any
 	if op.MaxWait > 0 {
 		wait = op.MaxWait
+	}
+	acquire := func() error {
+		g, err := leaseclient.Acquire(ctx, c.conn, op.Name, op.Owner, op.TTL, wait)
+		op.Acquired, op.RetEpoch, op.Expires = g.Acquired, g.Epoch, g.Expires
+		return err
 	}
 	op.Start = time.Now()
 	var err error
 	if op.RolledBack {
 		if _, err = c.conn.Exec(ctx, "BEGIN"); err == nil {
-			q("SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3, $4)", op.Name, op.Owner, op.TTL, wait)
-			err = row.Scan(&op.Acquired, &op.RetEpoch, &op.Expires)
+			err = acquire()
 			if _, rerr := c.conn.Exec(ctx, "ROLLBACK"); rerr != nil && err == nil {
 				err = rerr
 			}
@@ -218,17 +221,17 @@ func (c *client) call(ctx context.Context, op *Op) error {
 	} else {
 		switch op.Kind {
 		case Acquire:
-			q("SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3, $4)", op.Name, op.Owner, op.TTL, wait)
-			err = row.Scan(&op.Acquired, &op.RetEpoch, &op.Expires)
+			err = acquire()
 		case Renew:
-			q("SELECT status, expires_at FROM lease.renew($1, $2, $3, $4)", op.Name, op.Owner, op.Epoch, op.TTL)
-			err = row.Scan(&op.Status, &op.Expires)
+			var r leaseclient.Renewal
+			r, err = leaseclient.Renew(ctx, c.conn, op.Name, op.Owner, op.Epoch, op.TTL)
+			op.Status, op.Expires = r.Status, r.Expires
 		case Release:
-			q("SELECT lease.release($1, $2, $3)", op.Name, op.Owner, op.Epoch)
-			err = row.Scan(&op.Status)
+			op.Status, err = leaseclient.Release(ctx, c.conn, op.Name, op.Owner, op.Epoch)
 		case Inspect:
-			q("SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", op.Name)
-			err = row.Scan(&op.Held, &op.RetOwner, &op.RetEpoch, &op.Expires)
+			var st leaseclient.State
+			st, err = leaseclient.Inspect(ctx, c.conn, op.Name)
+			op.Held, op.RetOwner, op.RetEpoch, op.Expires = st.Held, st.Owner, st.Epoch, st.Expires
 		}
 	}
 	op.End = time.Now()

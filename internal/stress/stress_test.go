@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/testenv"
@@ -55,7 +56,7 @@ func TestStressHasNoViolations(t *testing.T) {
 	srv, _ := server(t)
 	exec(t, srv.DSN("postgres"), "CREATE DATABASE stress")
 	dsn := srv.DSN("stress")
-	exec(t, dsn, "CREATE EXTENSION pg_lease")
+	exec(t, dsn, leaseclient.CreateSQL)
 	ops, vs := stress(t, dsn, 8*time.Second, 0)
 	for _, v := range vs[:min(len(vs), 10)] {
 		t.Error(v)
@@ -229,7 +230,7 @@ func TestRunStopsCleanlyWhenAClientCannotConnect(t *testing.T) {
 	srv, _ := server(t)
 	exec(t, srv.DSN("postgres"), "CREATE DATABASE limited", "CREATE ROLE two LOGIN CONNECTION LIMIT 2")
 	dsn := srv.DSN("limited")
-	exec(t, dsn, "CREATE EXTENSION pg_lease", "GRANT USAGE ON SCHEMA lease TO two")
+	exec(t, dsn, leaseclient.CreateSQL, "GRANT USAGE ON SCHEMA lease TO two")
 	limited := strings.Replace(dsn, "user="+srv.User, "user=two", 1)
 	ops, err := Run(context.Background(), Config{DSN: limited, Clients: 4, Names: 2, Duration: 3 * time.Second, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "client 2") {
