@@ -44,7 +44,7 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.out, "out", "dist", "directory to write into")
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix: "+strings.Join(model.Packages.Suffixes, " or "))
-	f.StringVar(&c.builder, "builder", rpm.Rpmpack, "how to write the packages: rpmpack (pure Go) or rpmbuild")
+	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default) or rpmbuild")
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
 	return cmd
 }
@@ -58,8 +58,8 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if c.builder != rpm.Rpmpack && c.builder != rpm.Rpmbuild {
-		return fmt.Errorf("unknown --builder %q: use %s or %s", c.builder, rpm.Rpmpack, rpm.Rpmbuild)
+	if c.builder != rpm.PureGo && c.builder != rpm.Rpmbuild {
+		return fmt.Errorf("unknown --builder %q: use %s or %s", c.builder, rpm.PureGo, rpm.Rpmbuild)
 	}
 	when, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {

@@ -172,7 +172,7 @@ func TestBuildWritesPackages(t *testing.T) {
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("artifacts %v, want %v", kinds, want)
 	}
-	if doc.Builder != "rpmpack" || doc.Epoch != model.Packages.Released().Unix() {
+	if doc.Builder != "go" || doc.Epoch != model.Packages.Released().Unix() {
 		t.Errorf("builder %q, epoch %d", doc.Builder, doc.Epoch)
 	}
 	if !strings.Contains(errs, "repository el9.aarch64: 5 packages") {

@@ -22,7 +22,7 @@ import (
 
 // Builders.
 const (
-	Rpmpack  = "rpmpack"  // pure Go, the default
+	PureGo   = "go"       // our own RPM writer, the default
 	Rpmbuild = "rpmbuild" // the rendered spec through rpmbuild
 )
 
@@ -33,7 +33,7 @@ type Options struct {
 	Src     fs.FS
 	Majors  []int
 	Suffix  string    // release suffix, e.g. PIGSTY
-	Builder string    // Rpmpack or Rpmbuild
+	Builder string    // PureGo or Rpmbuild
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)
 }
@@ -94,14 +94,14 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 		}
 		var bin, src []byte
 		switch o.Builder {
-		case Rpmpack, "":
+		case PureGo, "":
 			if bin, err = Pack(p); err == nil {
 				src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
 			}
 		case Rpmbuild:
 			bin, src, err = runRpmbuild(ctx, o.Pkg, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
 		default:
-			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, Rpmpack, Rpmbuild)
+			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, PureGo, Rpmbuild)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -152,7 +152,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 
 func builderName(b string) string {
 	if b == "" {
-		return Rpmpack
+		return PureGo
 	}
 	return b
 }
@@ -161,7 +161,7 @@ func builderName(b string) string {
 // rpmbuild, in a private top directory, reproducibly.
 func runRpmbuild(ctx context.Context, pkg model.Packaging, p Package, major int, specName string, spec []byte, tarName string, tarball []byte, built time.Time) (bin, src []byte, err error) {
 	if _, err := exec.LookPath("rpmbuild"); err != nil {
-		return nil, nil, errors.New("rpmbuild is not installed: install it (Debian: apt-get install rpm; EL: dnf install rpm-build) or use --builder rpmpack")
+		return nil, nil, errors.New("rpmbuild is not installed: install it (Debian: apt-get install rpm; EL: dnf install rpm-build) or use --builder go")
 	}
 	// The source RPM records the expanded spec, which names the top
 	// directory: it must not change from one build to the next, so it is

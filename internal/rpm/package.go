@@ -1,5 +1,5 @@
 // Package rpm builds the extension's RPMs for EL9: the spec rendered from
-// rpm/, binary packages written either in pure Go (rpmpack) or by
+// rpm/, binary packages written either in pure Go (write.go) or by
 // rpmbuild from that spec, the source RPMs, and yum repository trees with
 // their metadata. Both builders read what goes into a package from Contents,
 // so they cannot drift apart.

@@ -54,7 +54,7 @@ func writeSpec(t *testing.T, files render.Files) string {
 // TestSpecGolden compares the rendered spec, which is the same on every
 // build host, with its golden copy.
 func TestSpecGolden(t *testing.T) {
-	files := build(t, options(Rpmpack, model.Packages.Released(), 17))
+	files := build(t, options(PureGo, model.Packages.Released(), 17))
 	got := files[SpecFile(model.PgLease)]
 	golden := filepath.Join("testdata", "golden", SpecFile(model.PgLease))
 	if *update {
@@ -76,7 +76,7 @@ func TestSpecGolden(t *testing.T) {
 // build host's defines.
 func TestSpecParses(t *testing.T) {
 	testenv.Tools(t, "rpmspec")
-	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
+	spec := writeSpec(t, build(t, options(PureGo, model.Packages.Released(), 17)))
 	for _, major := range model.PgLease.Majors {
 		args := []string{"--parse"}
 		for _, d := range RpmbuildDefines(model.Packages, major) {
@@ -94,7 +94,7 @@ func TestSpecParses(t *testing.T) {
 
 func TestSpecGuardsTheMajor(t *testing.T) {
 	testenv.Tools(t, "rpmspec")
-	spec := writeSpec(t, build(t, options(Rpmpack, model.Packages.Released(), 17)))
+	spec := writeSpec(t, build(t, options(PureGo, model.Packages.Released(), 17)))
 	for _, tc := range []struct {
 		define, want string
 	}{
@@ -117,7 +117,7 @@ func TestSpecGuardsTheMajor(t *testing.T) {
 // apart, for each builder and for a SOURCE_DATE_EPOCH in the past and in
 // the future, and wants the same bytes, with every recorded time the epoch.
 func TestBuildIsReproducible(t *testing.T) {
-	for _, b := range []string{Rpmpack, Rpmbuild} {
+	for _, b := range []string{PureGo, Rpmbuild} {
 		if b == Rpmbuild {
 			testenv.Tools(t, "rpmbuild")
 		}
@@ -141,7 +141,7 @@ func TestBuildIsReproducible(t *testing.T) {
 		}
 	}
 	when := time.Unix(1800000000, 0)
-	a, c := build(t, options(Rpmpack, when, 16)), build(t, options(Rpmpack, when.Add(time.Hour), 16))
+	a, c := build(t, options(PureGo, when, 16)), build(t, options(PureGo, when.Add(time.Hour), 16))
 	if bytes.Equal(a[model.PgLease.Tarball()], c[model.PgLease.Tarball()]) {
 		t.Error("SOURCE_DATE_EPOCH does not reach the tarball")
 	}
@@ -242,16 +242,16 @@ func payload(t *testing.T, b []byte) map[string]string {
 	return out
 }
 
-// TestBuildersAgree builds with rpmpack and with rpmbuild and compares what
+// TestBuildersAgree builds in pure Go and with rpmbuild and compares what
 // each package says and holds.
 func TestBuildersAgree(t *testing.T) {
 	testenv.Tools(t, "rpmbuild")
 	when := model.Packages.Released()
-	pure, real := build(t, options(Rpmpack, when)), build(t, options(Rpmbuild, when))
+	pure, real := build(t, options(PureGo, when)), build(t, options(Rpmbuild, when))
 	for _, major := range model.PgLease.Majors {
 		name := fmt.Sprintf("el9.x86_64/pg_lease_%d-0.1.0-1PIGSTY.el9.noarch.rpm", major)
 		if pure[name] == nil || real[name] == nil {
-			t.Fatalf("%s missing: rpmpack %v, rpmbuild %v", name, pure[name] != nil, real[name] != nil)
+			t.Fatalf("%s missing: pure Go %v, rpmbuild %v", name, pure[name] != nil, real[name] != nil)
 		}
 		a, err := ReadInfo(name, pure[name])
 		if err != nil {
@@ -266,16 +266,16 @@ func TestBuildersAgree(t *testing.T) {
 			in.SHA256, in.Size, in.HeaderStart, in.HeaderEnd, in.Archive = "", 0, 0, 0, 0
 		}
 		if fmt.Sprintf("%+v", a) != fmt.Sprintf("%+v", b) {
-			t.Errorf("PostgreSQL %d: the builders disagree\nrpmpack:  %+v\nrpmbuild: %+v", major, a, b)
+			t.Errorf("PostgreSQL %d: the builders disagree\npure Go:  %+v\nrpmbuild: %+v", major, a, b)
 		}
 		pa, pb := payload(t, pure[name]), payload(t, real[name])
 		if len(pa) != 4 || fmt.Sprint(pa) != fmt.Sprint(pb) {
-			t.Errorf("PostgreSQL %d: payloads differ: rpmpack %d files, rpmbuild %d files", major, len(pa), len(pb))
+			t.Errorf("PostgreSQL %d: payloads differ: pure Go %d files, rpmbuild %d files", major, len(pa), len(pb))
 		}
 		// the payload's member names and cpio headers, e.g. ./usr/...
 		ma, mb := members(t, pure[name]), members(t, real[name])
 		if fmt.Sprintf("%+v", ma) != fmt.Sprintf("%+v", mb) {
-			t.Errorf("PostgreSQL %d: payload members differ\nrpmpack:  %+v\nrpmbuild: %+v", major, ma, mb)
+			t.Errorf("PostgreSQL %d: payload members differ\npure Go:  %+v\nrpmbuild: %+v", major, ma, mb)
 		}
 	}
 }
@@ -285,7 +285,7 @@ func TestBuildersAgree(t *testing.T) {
 func TestSourceRPMRebuilds(t *testing.T) {
 	testenv.Tools(t, "rpm", "rpmbuild")
 	when := model.Packages.Released()
-	files := build(t, options(Rpmpack, when, 18))
+	files := build(t, options(PureGo, when, 18))
 	top := t.TempDir()
 	srpm := filepath.Join(top, "pg_lease_18-0.1.0-1PIGSTY.el9.src.rpm")
 	os.WriteFile(srpm, files["SRPMS/pg_lease_18-0.1.0-1PIGSTY.el9.src.rpm"], 0o644)
@@ -323,7 +323,7 @@ func TestSourceRPMRebuilds(t *testing.T) {
 // RPM on its own (rpmlint keeps the last spec name across packages).
 func TestRpmlint(t *testing.T) {
 	testenv.Tools(t, "rpmlint")
-	files := build(t, options(Rpmpack, model.Packages.Released()))
+	files := build(t, options(PureGo, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
 		t.Fatal(err)
@@ -357,7 +357,7 @@ func TestRpmlint(t *testing.T) {
 // what the generated repository offers.
 func TestDNFReadsTheRepository(t *testing.T) {
 	testenv.Tools(t, "dnf")
-	files := build(t, options(Rpmpack, model.Packages.Released()))
+	files := build(t, options(PureGo, model.Packages.Released()))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestPublishRefusesForeignDirectory(t *testing.T) {
 // rpm2cpio | cpio -idm, and wants every file under the current directory.
 func TestPayloadUnpacksHere(t *testing.T) {
 	testenv.Tools(t, "rpm2cpio", "cpio")
-	files := build(t, options(Rpmpack, model.Packages.Released(), 17))
+	files := build(t, options(PureGo, model.Packages.Released(), 17))
 	for _, name := range []string{"el9.x86_64/pg_lease_17-0.1.0-1PIGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.1.0-1PIGSTY.el9.src.rpm"} {
 		dir := t.TempDir()
 		pkg := filepath.Join(dir, "p.rpm")
