@@ -73,9 +73,15 @@ $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 PGLEASE_IMAGE ?= pglease/postgres
 PG ?= all
 
-# Installs what the tests need (idempotent), then runs them.
+# Installs what the tests need (idempotent), then runs them, and checks
+# that no test wrote into the host's PGDG or package directories (rpmlint
+# unpacking a package with absolute payload names once did).
+HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
+	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
 	$(MAKE) go-test stress-ci fuzz bench-quick matrix rpm-proof
+	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
+	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
 deps:
 	bash .ci/deps.sh
