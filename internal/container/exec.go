@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	dc "github.com/ory/dockertest/v3/docker"
@@ -91,37 +90,10 @@ func (e Exec) Download(ctx context.Context, src, dst string) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	tr := tar.NewReader(pr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("copy %s out of the container: %w", src, err)
-		}
-		// entries are named base(src)/...; drop that first element
-		_, rel, _ := strings.Cut(h.Name, "/")
-		target, err := runner.Within(dst, rel)
-		if err != nil {
-			return fmt.Errorf("copy %s out of the container: %w", src, err)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(target, b, 0o644); err != nil {
-				return err
-			}
-		}
+	// entries are named base(src)/...; drop that first element
+	err := runner.Untar(pr, dst, func(name string) string { _, rel, _ := strings.Cut(name, "/"); return rel })
+	if err != nil {
+		return fmt.Errorf("copy %s out of the container: %w", src, err)
 	}
+	return nil
 }

@@ -61,7 +61,7 @@ func (h *Host) Server() suite.Executor { return hostExec{cred: h.cred} }
 func (h *Host) User() string           { return pgserver.BootstrapUser }
 func (h *Host) WorkDir() string        { return h.work }
 func (h *Host) Upload(_ context.Context, dir string, archive []byte) error {
-	return untar(dir, archive)
+	return Untar(bytes.NewReader(archive), dir, nil)
 }
 
 func (h *Host) Own(_ context.Context, dir string) error {
@@ -103,9 +103,11 @@ func (h *Host) Download(_ context.Context, src, dst string) error {
 	})
 }
 
-// untar extracts a tar archive of directories and regular files into dir.
-func untar(dir string, archive []byte) error {
-	tr := tar.NewReader(bytes.NewReader(archive))
+// Untar extracts a tar stream of directories and regular files into dir,
+// each entry named by rename (nil keeps the names); it refuses entries that
+// would land outside dir and entries of other types.
+func Untar(r io.Reader, dir string, rename func(string) string) error {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -114,28 +116,29 @@ func untar(dir string, archive []byte) error {
 		if err != nil {
 			return fmt.Errorf("extract into %s: %w", dir, err)
 		}
-		target, err := Within(dir, h.Name)
+		name := h.Name
+		if rename != nil {
+			name = rename(name)
+		}
+		target, err := Within(dir, name)
 		if err != nil {
 			return fmt.Errorf("extract into %s: %w", dir, err)
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
+			err = os.MkdirAll(target, 0o755)
 		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(target, b, fs.FileMode(h.Mode)&0o777); err != nil {
-				return err
+			if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
+				var b []byte
+				if b, err = io.ReadAll(tr); err == nil {
+					err = os.WriteFile(target, b, fs.FileMode(h.Mode)&0o777|0o600)
+				}
 			}
 		default:
-			return fmt.Errorf("extract into %s: %s is neither a file nor a directory", dir, h.Name)
+			err = fmt.Errorf("%s is neither a file nor a directory", h.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("extract into %s: %w", dir, err)
 		}
 	}
 }
