@@ -191,7 +191,7 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 		epoch string
 		want  string
 	}{
-		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PIGSTY, PGDG`},
+		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PGSTY, PIGSTY, PGDG`},
 		{[]string{"--pg", "13"}, "", `unsupported PostgreSQL major "13"`},
 		{[]string{"--builder", "fpm"}, "", `unknown --builder "fpm"`},
 		{nil, "yesterday", `SOURCE_DATE_EPOCH="yesterday" is not a number of seconds`},

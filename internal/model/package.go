@@ -9,7 +9,7 @@ import (
 // Packaging holds the facts the source tarball, the RPM spec and the RPMs
 // render from.
 type Packaging struct {
-	// Release is the package release number (the 1 of 1PIGSTY.el9).
+	// Release is the package release number (the 1 of 1PGSTY.el9).
 	Release int
 	// Suffixes are the accepted release suffixes; the first is the default.
 	Suffixes []string
@@ -39,7 +39,7 @@ type Change struct {
 // Packages is the one description of how pg_lease is packaged.
 var Packages = Packaging{
 	Release:  1,
-	Suffixes: []string{"PIGSTY", "PGDG"},
+	Suffixes: []string{"PGSTY", "PIGSTY", "PGDG"},
 	Dist:     ".el9",
 	Arches:   []string{"x86_64", "aarch64"},
 	Description: "pg_lease gives applications expiring ownership of named resources:\n" +
@@ -68,13 +68,13 @@ func (p Packaging) ParseSuffix(s string) (string, error) {
 	return "", fmt.Errorf("unknown release suffix %q: use one of %s", s, strings.Join(p.Suffixes, ", "))
 }
 
-// ReleaseTag is the full release, e.g. 1PIGSTY.el9.
+// ReleaseTag is the full release, e.g. 1PGSTY.el9.
 func (p Packaging) ReleaseTag(suffix string) string {
 	return fmt.Sprintf("%d%s%s", p.Release, suffix, p.Dist)
 }
 
 // EVR is a changelog entry's version-release with the suffix but without
-// the dist tag, as rpm changelogs write it: 0.1.0-1PIGSTY.
+// the dist tag, as rpm changelogs write it: 0.1.0-1PGSTY.
 func (c Change) EVR(suffix string) string {
 	return fmt.Sprintf("%s-%d%s", c.Version, c.Release, suffix)
 }

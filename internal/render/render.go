@@ -53,7 +53,7 @@ type Data struct {
 	Source      string // the template's path, for the "rendered from" header
 	Summary     string
 	Description string
-	Suffix      string   // release suffix, e.g. PIGSTY
+	Suffix      string   // release suffix, e.g. PGSTY
 	Files       []string // the extension's files, sorted
 	Tests       map[string][]string
 }

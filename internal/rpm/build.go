@@ -32,7 +32,7 @@ type Options struct {
 	Pkg     model.Packaging
 	Src     fs.FS
 	Majors  []int
-	Suffix  string    // release suffix, e.g. PIGSTY
+	Suffix  string    // release suffix, e.g. PGSTY
 	Builder string    // PureGo or Rpmbuild
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)

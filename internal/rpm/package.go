@@ -46,7 +46,7 @@ type File struct {
 type Package struct {
 	Name        string
 	Version     string
-	Release     string // e.g. 1PIGSTY.el9
+	Release     string // e.g. 1PGSTY.el9
 	Arch        string // "" is noarch
 	Summary     string
 	Description string
