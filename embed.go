@@ -7,5 +7,5 @@ import "embed"
 
 // Files holds the templates and test suites, rooted at the repository's top.
 //
-//go:embed templates control rpm regress/sql regress/expected isolation/specs isolation/expected README.md LICENSE
+//go:embed templates control rpm deb regress/sql regress/expected isolation/specs isolation/expected README.md LICENSE
 var Files embed.FS

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/build"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
 )
@@ -44,7 +45,7 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.out, "out", "dist", "directory to write into")
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix: "+strings.Join(model.Packages.Suffixes, " or "))
-	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default) or rpmbuild")
+	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
 	return cmd
 }
@@ -58,8 +59,9 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if c.builder != rpm.PureGo && c.builder != rpm.Rpmbuild {
-		return fmt.Errorf("unknown --builder %q: use %s or %s", c.builder, rpm.PureGo, rpm.Rpmbuild)
+	builders, err := build.ParseBuilders(c.builder)
+	if err != nil {
+		return err
 	}
 	when, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {
@@ -73,14 +75,14 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	step := func(format string, args ...any) {
 		fmt.Fprintf(progress, "[%5.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	files, arts, err := rpm.Build(cmd.Context(), rpm.Options{
+	files, arts, err := build.Build(cmd.Context(), build.Options{
 		Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files, Majors: majors,
-		Suffix: suffix, Builder: c.builder, Time: when, Step: step,
+		Suffix: suffix, Builders: builders, Time: when, Step: step,
 	})
 	if err != nil {
 		return err
 	}
-	if err := rpm.Publish(c.out, files); err != nil {
+	if err := build.Publish(c.out, files); err != nil {
 		return err
 	}
 	step("wrote %d files into %s", len(files), c.out)
@@ -95,7 +97,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w)
 	for _, a := range arts {
-		fmt.Fprintf(w, "%-9s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
+		fmt.Fprintf(w, "%-11s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func TestBuildWritesPackages(t *testing.T) {
 			t.Errorf("%s: %v, size %d, listed %d", a.Path, err, len(b), a.Size)
 		}
 	}
-	want := map[string]int{"tarball": 1, "spec": 1, "srpm": 5, "rpm": 10, "repodata": 2, "checksums": 1}
+	want := map[string]int{"tarball": 1, "spec": 1, "srpm": 5, "rpm": 10, "repodata": 2, "deb": 5, "apt-release": 1, "checksums": 1}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("artifacts %v, want %v", kinds, want)
 	}

@@ -32,6 +32,10 @@ func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string)
 	for k, v := range tests {
 		t[string(k)] = v
 	}
+	license, err := fs.ReadFile(src, "LICENSE")
+	if err != nil {
+		return Data{}, err
+	}
 	files := []string{ext.ScriptFile(), ext.ControlFile()}
 	if files[0] > files[1] {
 		files[0], files[1] = files[1], files[0]
@@ -40,6 +44,7 @@ func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string)
 		Ext: ext, Pkg: pkg, Suffix: suffix, Files: files, Tests: t,
 		Summary:     strings.ToUpper(ext.Comment[:1]) + ext.Comment[1:],
 		Description: pkg.Description,
+		LicenseText: string(license),
 	}, nil
 }
 
@@ -55,6 +60,19 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 	}
 	for name, tmpl := range map[string]string{"Makefile": "templates/Makefile.tmpl", "META.json": "templates/META.json.tmpl"} {
 		if files[name], err = d.Render(src, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	for name, tmpl := range DebianTemplates {
+		if files[name], err = d.Render(src, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	if files["debian/control"], err = GenControl(files["debian/control.in"], d.Ext.Majors); err != nil {
+		return nil, err
+	}
+	for name, static := range map[string]string{"debian/docs": "deb/docs", "debian/source/format": "deb/source/format", "debian/minor_versions": "deb/minor_versions"} {
+		if files[name], err = fs.ReadFile(src, static); err != nil {
 			return nil, err
 		}
 	}
@@ -78,9 +96,55 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 	return files, nil
 }
 
+// Artifact is one file a build wrote, as build's summary and --json
+// describe it.
+type Artifact struct {
+	Path   string `json:"path"` // relative to the output directory
+	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, deb, apt-release, checksums
+	Major  int    `json:"major,omitempty"`
+	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// DebianTemplates render the source tree's debian/ directory (the files
+// dpkg-buildpackage and pg_buildext read), from deb/ in the project.
+var DebianTemplates = map[string]string{
+	"debian/control.in": "deb/control.in.tmpl",
+	"debian/rules":      "deb/rules.tmpl",
+	"debian/changelog":  "deb/changelog.tmpl",
+	"debian/copyright":  "deb/copyright.tmpl",
+	"debian/pgversions": "deb/pgversions.tmpl",
+}
+
+// Executables are the source tree's files with the execute bit.
+var Executables = map[string]bool{"debian/rules": true}
+
+// GenControl makes debian/control from debian/control.in as
+// `pg_buildext updatecontrol` does: every binary package paragraph whose
+// name holds PGVERSION once per major, in order; PGVERSION elsewhere is
+// the newest major.
+func GenControl(in []byte, majors []int) ([]byte, error) {
+	if len(majors) == 0 {
+		return nil, fmt.Errorf("debian/control: no majors")
+	}
+	newest := fmt.Sprint(majors[len(majors)-1])
+	var out []string
+	for _, para := range strings.Split(strings.TrimRight(string(in), "\n"), "\n\n") {
+		if strings.HasPrefix(para, "Package: ") && strings.Contains(strings.SplitN(para, "\n", 2)[0], "PGVERSION") {
+			for _, m := range majors {
+				out = append(out, strings.ReplaceAll(para, "PGVERSION", fmt.Sprint(m)))
+			}
+			continue
+		}
+		out = append(out, strings.ReplaceAll(para, "PGVERSION", newest))
+	}
+	return []byte(strings.Join(out, "\n\n") + "\n"), nil
+}
+
 // Tarball packs files below top/ as a tar.gz that depends only on its
 // input and mtime: sorted entries, directories included, owner root,
-// mode 0644 (0755 for directories), no gzip name or time.
+// mode 0644 (0755 for directories and Executables), no gzip name or time.
 func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -115,7 +179,11 @@ func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		if len(full) > 100 {
 			return nil, fmt.Errorf("tarball: %s is too long for a ustar name", full)
 		}
-		if err := tw.WriteHeader(hdr(full, tar.TypeReg, 0o644, len(files[name]))); err != nil {
+		mode := int64(0o644)
+		if Executables[name] {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(hdr(full, tar.TypeReg, mode, len(files[name]))); err != nil {
 			return nil, err
 		}
 		if _, err := tw.Write(files[name]); err != nil {

@@ -24,6 +24,15 @@ type Packaging struct {
 	URL string
 	// Maintainer is the packager, "Name <email>".
 	Maintainer string
+	// Copyright is the DEP-5 copyright line of the Debian packages.
+	Copyright string
+	// DebCodename and DebRelease are the Debian release the debs are
+	// built for (bookworm, 12).
+	DebCodename string
+	DebRelease  string
+	// DebArches are the apt repository's architectures; the debs
+	// themselves are Architecture: all.
+	DebArches []string
 	// Changelog is newest first.
 	Changelog []Change
 }
@@ -48,6 +57,11 @@ var Packages = Packaging{
 		"Pure SQL and PL/pgSQL; a non-superuser with CREATE may install it.",
 	URL:        "https://github.com/pglease/pglease-gen",
 	Maintainer: "pglease maintainers <maintainers@pglease.dev>",
+	Copyright:  "2026, The pglease-gen Authors",
+	// Debian 12
+	DebCodename: "bookworm",
+	DebRelease:  "12",
+	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
 		Date: "2026-11-29", Version: "0.1.0", Release: 1,
 		Lines: []string{
@@ -115,3 +129,26 @@ func ELArch(goarch string) string {
 	}
 	return ""
 }
+
+// DebVersion is a Debian package version of upstream version v at release
+// r: Pigsty's form 0.1.0-1PGSTY~bookworm for its suffixes, and PGDG's own
+// 0.1.0-1.pgdg120+1 for PGDG.
+func (p Packaging) DebVersion(v string, r int, suffix string) string {
+	if suffix == "PGDG" {
+		return fmt.Sprintf("%s-%d.pgdg%s0+1", v, r, p.DebRelease)
+	}
+	return fmt.Sprintf("%s-%d%s~%s", v, r, suffix, p.DebCodename)
+}
+
+// DebName is the extension's name as Debian package names spell it (no
+// underscores): pg-lease.
+func (e Extension) DebName() string { return strings.ReplaceAll(e.Name, "_", "-") }
+
+// DebSource is the Debian source package's name.
+func (e Extension) DebSource() string { return e.DebName() }
+
+// DebPackage is the deb of a major, e.g. postgresql-17-pg-lease.
+func (e Extension) DebPackage(major int) string { return fmt.Sprintf("postgresql-%d-%s", major, e.DebName()) }
+
+// DebServerPackage is the Debian server package a major's deb depends on.
+func DebServerPackage(major int) string { return fmt.Sprintf("postgresql-%d", major) }

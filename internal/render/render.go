@@ -56,6 +56,7 @@ type Data struct {
 	Suffix      string   // release suffix, e.g. PGSTY
 	Files       []string // the extension's files, sorted
 	Tests       map[string][]string
+	LicenseText string // the LICENSE file
 }
 
 // Render renders one template with d, its Source set to the template.
@@ -70,6 +71,8 @@ func FuncMap() template.FuncMap {
 	fm := sprig.HermeticTxtFuncMap()
 	fm["quoteLiteral"] = QuoteLiteral
 	fm["changelogDate"] = ChangelogDate
+	fm["debianDate"] = DebianDate
+	fm["debianText"] = DebianText
 	return fm
 }
 
@@ -90,6 +93,31 @@ func ChangelogDate(date string) (string, error) {
 		return "", fmt.Errorf("changelogDate: %w", err)
 	}
 	return t.Format("Mon Jan 02 2006"), nil
+}
+
+// DebianDate turns 2026-11-29 into a Debian changelog date at noon UTC,
+// as RFC 5322 writes it: Sun, 29 Nov 2026 12:00:00 +0000 (the RPM
+// changelog's entries stand at noon too).
+func DebianDate(date string) (string, error) {
+	t, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return "", fmt.Errorf("debianDate: %w", err)
+	}
+	return t.Add(12 * time.Hour).Format("Mon, 02 Jan 2006 15:04:05 -0700"), nil
+}
+
+// DebianText formats text as a Debian control file's continuation lines:
+// each line indented by one space, an empty line as " .".
+func DebianText(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			lines[i] = " ."
+		} else {
+			lines[i] = " " + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // InstallFiles are the rendered files CREATE EXTENSION reads: the control

@@ -38,15 +38,8 @@ type Options struct {
 	Step    func(format string, args ...any)
 }
 
-// Artifact is one file Build wrote.
-type Artifact struct {
-	Path   string `json:"path"` // relative to the output directory
-	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, checksums
-	Major  int    `json:"major,omitempty"`
-	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
-	Size   int    `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+// Artifact is one file a build wrote.
+type Artifact = dist.Artifact
 
 // RepoDir is the repository tree of an architecture, e.g. el9.x86_64.
 func RepoDir(pkg model.Packaging, arch string) string {
@@ -57,7 +50,8 @@ func RepoDir(pkg model.Packaging, arch string) string {
 func SpecFile(ext model.Extension) string { return ext.Name + ".spec" }
 
 // Build makes the source tarball, the spec, a source and a binary RPM per
-// major and the repository trees, all in memory; Publish writes them.
+// major and the repository trees, all in memory (package build adds the
+// debs and the checksums, and publishes them).
 func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	step := o.Step
 	if step == nil {
@@ -134,18 +128,6 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			}
 		}
 		step("repository %s: %d packages", RepoDir(o.Pkg, arch), len(infos))
-	}
-	var sums strings.Builder
-	for _, name := range files.Names() {
-		sum := sha256.Sum256(files[name])
-		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
-	}
-	files["SHA256SUMS"] = []byte(sums.String())
-	arts = append(arts, Artifact{Path: "SHA256SUMS", Kind: "checksums"})
-	for i := range arts {
-		b := files[arts[i].Path]
-		sum := sha256.Sum256(b)
-		arts[i].Size, arts[i].SHA256 = len(b), hex.EncodeToString(sum[:])
 	}
 	return files, arts, nil
 }
@@ -233,60 +215,4 @@ func RpmbuildDefines(pkg model.Packaging, major int) []string {
 		"_binary_payload w9.gzdio",
 		"_source_payload w9.gzdio",
 	}
-}
-
-// marker marks a directory Publish wrote, which it may replace.
-const marker = ".pglease-build"
-
-// Publish replaces dir with files: it writes them into a new directory
-// beside dir and swaps it in, so dir is never half-written. It refuses to
-// replace a non-empty directory that it did not write.
-func Publish(dir string, files render.Files) error {
-	dir = filepath.Clean(dir)
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-			return fmt.Errorf("%s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
-	if err != nil {
-		return err
-	}
-	all := render.Files{marker: []byte("written by pglease-gen build; replaced by the next build\n")}
-	for n, b := range files {
-		all[n] = b
-	}
-	if err := render.Write(tmp, all); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			os.RemoveAll(tmp)
-			return err
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		os.RemoveAll(tmp)
-		return err
-	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
 }

@@ -1,0 +1,83 @@
+package deb
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+)
+
+// RepoDir is the apt repository's directory in the build output.
+const RepoDir = "apt"
+
+// Component is the repository's only component.
+const Component = "main"
+
+// PoolPath is where a source package's debs sit in the pool, as Debian
+// lays it out: pool/main/p/pg-lease/.
+func PoolPath(source string) string {
+	return path.Join("pool", Component, source[:1], source)
+}
+
+// Repo writes the apt repository of the debs (file name -> bytes): the
+// pool, a Packages and Packages.gz per architecture (each deb is
+// Architecture: all, so it is in every one), and the suite's Release with
+// the size and SHA-256 of every index. Each Packages stanza is the deb's
+// own control file plus where the deb is and its checksums.
+func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.Time) (render.Files, error) {
+	files := render.Files{}
+	names := make([]string, 0, len(debs))
+	for n := range debs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var stanzas []string
+	for _, n := range names {
+		a, err := Read(debs[n])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		control, err := a.ControlFile()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		file := path.Join(PoolPath(source), n)
+		files[path.Join(RepoDir, file)] = debs[n]
+		md := md5.Sum(debs[n])
+		sh := sha256.Sum256(debs[n])
+		stanzas = append(stanzas, strings.TrimRight(string(control), "\n")+fmt.Sprintf("\nFilename: %s\nSize: %d\nMD5sum: %s\nSHA256: %s\n",
+			file, len(debs[n]), hex.EncodeToString(md[:]), hex.EncodeToString(sh[:])))
+	}
+	packages := []byte(strings.Join(stanzas, "\n"))
+	packagesGz, err := gz(packages)
+	if err != nil {
+		return nil, err
+	}
+	dist := path.Join(RepoDir, "dists", pkg.DebCodename)
+	var index []string
+	for _, arch := range pkg.DebArches {
+		dir := path.Join(Component, "binary-"+arch)
+		for name, b := range map[string][]byte{"Packages": packages, "Packages.gz": packagesGz} {
+			files[path.Join(dist, dir, name)] = b
+			index = append(index, path.Join(dir, name))
+		}
+	}
+	slices.Sort(index)
+	var rel strings.Builder
+	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for Debian %s\nSHA256:\n",
+		source, source, pkg.DebCodename, pkg.DebCodename, when.UTC().Format(time.RFC1123), strings.Join(pkg.DebArches, " "), Component, source, pkg.DebRelease)
+	for _, name := range index {
+		b := files[path.Join(dist, name)]
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(&rel, " %s %d %s\n", hex.EncodeToString(sum[:]), len(b), name)
+	}
+	files[path.Join(dist, "Release")] = []byte(rel.String())
+	return files, nil
+}

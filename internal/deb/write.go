@@ -1,0 +1,101 @@
+package deb
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ulikunitz/xz"
+)
+
+// Pack writes the deb of p: an ar archive of debian-binary, control.tar.xz
+// and data.tar.xz, as dpkg-deb writes it; every time is p.BuildTime.
+func Pack(p Package) ([]byte, error) {
+	control, err := xzTar(p.BuildTime, []string{"./"}, []File{{Path: "/control", Body: p.Control()}, {Path: "/md5sums", Body: p.MD5Sums()}})
+	if err != nil {
+		return nil, fmt.Errorf("deb %s: control.tar: %w", p.Name, err)
+	}
+	data, err := xzTar(p.BuildTime, p.dirs(), p.Files)
+	if err != nil {
+		return nil, fmt.Errorf("deb %s: data.tar: %w", p.Name, err)
+	}
+	var out bytes.Buffer
+	out.WriteString("!<arch>\n")
+	for _, m := range []struct {
+		name string
+		body []byte
+	}{{"debian-binary", []byte("2.0\n")}, {"control.tar.xz", control}, {"data.tar.xz", data}} {
+		arMember(&out, m.name, p.BuildTime, m.body)
+	}
+	return out.Bytes(), nil
+}
+
+// arMember writes one member of a common-format ar archive, owned by root
+// with mode 100644, padded to an even length.
+func arMember(w *bytes.Buffer, name string, mtime time.Time, body []byte) {
+	fmt.Fprintf(w, "%-16s%-12s%-6s%-6s%-8s%-10s`\n", name, strconv.FormatInt(mtime.Unix(), 10), "0", "0", "100644", strconv.Itoa(len(body)))
+	w.Write(body)
+	if len(body)%2 == 1 {
+		w.WriteByte('\n')
+	}
+}
+
+// xzTar is a GNU tar of the directories (./-relative, with a trailing
+// slash) and files (absolute paths, stored ./-relative), in sorted order,
+// owned by root, compressed with xz.
+func xzTar(mtime time.Time, dirs []string, files []File) ([]byte, error) {
+	type entry struct {
+		name string
+		body []byte
+		dir  bool
+	}
+	var es []entry
+	for _, d := range dirs {
+		es = append(es, entry{name: d, dir: true})
+	}
+	for _, f := range files {
+		es = append(es, entry{name: "." + f.Path, body: f.Body})
+	}
+	sortEntries := func(a, b entry) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	}
+	slices.SortFunc(es, sortEntries)
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	for _, e := range es {
+		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), ModTime: mtime, Uname: "root", Gname: "root", Typeflag: tar.TypeReg, Format: tar.FormatGNU}
+		if e.dir {
+			h.Mode, h.Typeflag = 0o755, tar.TypeDir
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.body); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	zw, err := xz.WriterConfig{CheckSum: xz.CRC64}.NewWriter(&out)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
