@@ -148,7 +148,9 @@ func (e Extension) DebName() string { return strings.ReplaceAll(e.Name, "_", "-"
 func (e Extension) DebSource() string { return e.DebName() }
 
 // DebPackage is the deb of a major, e.g. postgresql-17-pg-lease.
-func (e Extension) DebPackage(major int) string { return fmt.Sprintf("postgresql-%d-%s", major, e.DebName()) }
+func (e Extension) DebPackage(major int) string {
+	return fmt.Sprintf("postgresql-%d-%s", major, e.DebName())
+}
 
 // DebServerPackage is the Debian server package a major's deb depends on.
 func DebServerPackage(major int) string { return fmt.Sprintf("postgresql-%d", major) }

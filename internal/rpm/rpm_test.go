@@ -381,7 +381,6 @@ func TestDNFReadsTheRepository(t *testing.T) {
 	}
 }
 
-
 // TestPayloadUnpacksHere unpacks each pure Go package the usual way,
 // rpm2cpio | cpio -idm, and wants every file under the current directory.
 func TestPayloadUnpacksHere(t *testing.T) {
