@@ -2,13 +2,15 @@
 # Installs what `make test` needs on Debian 12, idempotently: PostgreSQL 15
 # (server, client, pg_regress and pg_isolation_regress) for the local runs,
 # debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
-# for the packaging tests, redis-server for the benchmark's peer, and Go's
-# module cache (of both modules). The Docker
+# for the RPM tests, dpkg-dev, debhelper, lintian and PostgreSQL 15's
+# server-dev package for the deb builder and its tests, redis-server for the
+# benchmark's peer, and Go's module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
 need=()
-for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server; do
+for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server \
+  dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
