@@ -9,14 +9,15 @@
 #                             (packages, Docker engine, local images), then the
 #                             Go tests, then both suites on PostgreSQL 14-18 in
 #                             Docker (pglease-gen test --pg all)
-#   make images               build the local stand-ins pglease/postgres:14..18
-#                             and pglease/el9:14..18
+#   make images               build the local images pglease/postgres:14..18,
+#                             pglease/el9:14..18 and pglease/debian:14..18
 #   make soak [DURATION=10m]  the stress test with its history checker
 #   make fuzz [FUZZTIME=30s]  fuzz every argument against a live server
 #   make bench                pg_lease against a floor and peers; writes
 #                             bench/results/latest.{md,png} (about 10 minutes)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
+#   make deb-proof            the same with the debs, apt-get and Debian 12
 #   make docker               install and start a Docker engine if none answers
 #   make results              copy the last suite results over the expected
 #                             files, for a human to review with git diff
@@ -47,7 +48,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix rpm-proof fuzz bench bench-quick,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix rpm-proof deb-proof fuzz bench bench-quick,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -65,7 +66,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix rpm-proof soak stress-ci fuzz bench bench-quick suites results
+.PHONY: test deps docker images go-test matrix rpm-proof deb-proof soak stress-ci fuzz bench bench-quick suites results
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -79,7 +80,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) go-test stress-ci fuzz bench-quick matrix rpm-proof
+	$(MAKE) go-test stress-ci fuzz bench-quick matrix rpm-proof deb-proof
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
@@ -125,6 +126,13 @@ bench-quick:
 rpm-proof:
 	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
+
+# The debs as users get them: on each major's Debian 12 image (Debian's own
+# postgresql-15; stand-ins of the pinned builds for the others)
+# `apt-get install -y postgresql-N-pg-lease`, both suites, `apt-get purge`.
+deb-proof:
+	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
+	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
 
 suites:
 	$(GO) run ./cmd/pglease-gen test --local --pg-config $(PG_CONFIG) --results $(RESULTS)

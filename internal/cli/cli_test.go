@@ -232,3 +232,14 @@ func TestRPMInstallOfMissingPackageFails(t *testing.T) {
 		t.Errorf("--rpm on an empty directory: exit %d, %q", code, errs)
 	}
 }
+
+func TestDebNeedsAnAptRepository(t *testing.T) {
+	code, _, errs := run(t, "test", "--pg", "17", "--deb", t.TempDir())
+	if code != ExitUsage || !strings.Contains(errs, "is not an apt repository") {
+		t.Errorf("--deb on an empty directory: exit %d, %q", code, errs)
+	}
+	code, _, errs = run(t, "test", "--pg", "17", "--deb", t.TempDir(), "--rpm", t.TempDir())
+	if code != ExitUsage || !strings.Contains(errs, "none of the others can be") {
+		t.Errorf("--deb with --rpm: exit %d, %q", code, errs)
+	}
+}

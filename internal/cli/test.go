@@ -34,6 +34,7 @@ type testCmd struct {
 	keep     bool
 	results  string
 	rpm      string
+	deb      string
 }
 
 func newTest() *cobra.Command {
@@ -74,7 +75,11 @@ func newTest() *cobra.Command {
 		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
 		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
 	cmd.MarkFlagsMutuallyExclusive("local", "pg")
+	f.StringVar(&c.deb, "deb", "", "install with `apt-get install -y postgresql-N-pg-lease` from this apt repository (pglease-gen build's\n"+
+		"output or its apt/), in the pglease/debian:N images, run the suites, then apt-get purge")
 	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
+	cmd.MarkFlagsMutuallyExclusive("local", "deb")
+	cmd.MarkFlagsMutuallyExclusive("rpm", "deb")
 	return cmd
 }
 
@@ -112,6 +117,17 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		}
 		opts.Layout = layout.PGDG
 		opts.Install = runner.DNFInstall(model.PgLease, repo)
+	}
+	if c.deb != "" {
+		repo, err := runner.FindAptRepo(c.deb, model.Packages)
+		if err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("image") {
+			opts.Image = images.DebianRepository
+		}
+		opts.Layout = layout.Debian
+		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo)
 	}
 	pool, err := docker.Connect()
 	if err != nil {

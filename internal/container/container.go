@@ -94,7 +94,7 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int) error {
 		if ok {
 			continue
 		}
-		if repo == images.Repository || repo == images.EL9Repository {
+		if repo == images.Repository || repo == images.EL9Repository || repo == images.DebianRepository {
 			missing = append(missing, fmt.Sprintf("%s is not built: run `pglease-gen images --pg %d` (make images builds all majors)", ref, major))
 			continue
 		}

@@ -18,11 +18,15 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/build"
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/junit"
+	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/progress"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -267,5 +271,41 @@ func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 	err = CheckImages(p, images.Repository, []int{17})
 	if err != nil {
 		t.Errorf("present image reported missing: %v", err)
+	}
+}
+
+// TestAptRefusesABrokenDependency installs the deb for 17 on the Debian
+// image that offers only PostgreSQL 16: apt refuses with its own message
+// and the major fails.
+func TestAptRefusesABrokenDependency(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	if err := CheckImages(p, images.DebianRepository, []int{16}); err != nil {
+		t.Fatalf("%v\n(make images builds them)", err)
+	}
+	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: []int{16, 17}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	if err := render.Write(dist, files); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := runner.FindAptRepo(dist, model.Packages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options(16, pglease.Files, "")
+	o.Image = images.DebianRepository
+	// the image of 16, the package (and layout) of 17
+	o.Layout = func(int) layout.Layout { return layout.Debian(17) }
+	o.Install = runner.AptInstall(model.PgLease, model.Packages, repo)
+	rs, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Err == nil || !strings.Contains(rs[0].Err.Error(), "postgresql-17-pg-lease : Depends: postgresql-17 but it is not installable") {
+		t.Errorf("err = %v; want apt's unmet dependency", rs[0].Err)
 	}
 }

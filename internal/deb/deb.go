@@ -22,10 +22,13 @@ import (
 	"github.com/pglease/pglease-gen/internal/render"
 )
 
-// File is one regular file of a package; its directories are implied.
+// File is one regular file or symbolic link of a package; its
+// directories are implied.
 type File struct {
 	Path string // absolute
 	Body []byte
+	Mode int64  // permission bits; 0 is 0644
+	Link string // target of a symbolic link
 }
 
 // Package is what one deb holds and says about itself.
@@ -33,6 +36,7 @@ type Package struct {
 	Name        string
 	Version     string
 	Source      string
+	Arch        string // "" is all
 	Maintainer  string
 	Depends     string
 	Section     string
@@ -42,11 +46,21 @@ type Package struct {
 	Description string // continuation lines, already indented
 	Files       []File // sorted by path
 	BuildTime   time.Time
+	// Gzip compresses the tarballs with gzip rather than xz (dpkg-deb -Zgzip):
+	// much faster in Go, for the large stand-in server packages.
+	Gzip bool
 }
 
 // FileName is the deb's file name, e.g.
 // postgresql-17-pg-lease_0.1.0-1PGSTY~bookworm_all.deb.
-func (p Package) FileName() string { return p.Name + "_" + p.Version + "_all.deb" }
+func (p Package) FileName() string { return p.Name + "_" + p.Version + "_" + p.arch() + ".deb" }
+
+func (p Package) arch() string {
+	if p.Arch == "" {
+		return "all"
+	}
+	return p.Arch
+}
 
 // Contents says what the deb for one major holds: what pg_buildext install
 // and the debhelper tools produce from the source tree under Debian's
@@ -86,8 +100,13 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 			return p, fmt.Errorf("package %s: no contents for %s", name, f.Path)
 		}
 	}
-	slices.SortFunc(p.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	SortFiles(p.Files)
 	return p, nil
+}
+
+// SortFiles sorts files by path, as a package lists them.
+func SortFiles(files []File) {
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // dependsOn is pg_buildext's postgresql:Depends for a pure SQL extension:
@@ -134,6 +153,10 @@ func (p Package) dirs() []string {
 func (p Package) InstalledSize() int {
 	n := len(p.dirs()) + 1
 	for _, f := range p.Files {
+		if f.Link != "" {
+			n++
+			continue
+		}
 		n += (len(f.Body) + 1023) / 1024
 	}
 	return n
@@ -146,13 +169,14 @@ func (p Package) Control() []byte {
 	field("Package", p.Name)
 	field("Source", p.Source)
 	field("Version", p.Version)
-	field("Architecture", "all")
+	field("Architecture", p.arch())
 	field("Maintainer", p.Maintainer)
 	field("Installed-Size", fmt.Sprint(p.InstalledSize()))
-	field("Depends", p.Depends)
-	field("Section", p.Section)
-	field("Priority", p.Priority)
-	field("Homepage", p.Homepage)
+	for _, f := range [][2]string{{"Depends", p.Depends}, {"Section", p.Section}, {"Priority", p.Priority}, {"Homepage", p.Homepage}} {
+		if f[1] != "" {
+			field(f[0], f[1])
+		}
+	}
 	field("Description", p.Summary)
 	b.WriteString(p.Description + "\n")
 	return []byte(b.String())
@@ -162,6 +186,9 @@ func (p Package) Control() []byte {
 func (p Package) MD5Sums() []byte {
 	var b strings.Builder
 	for _, f := range p.Files {
+		if f.Link != "" {
+			continue
+		}
 		sum := md5.Sum(f.Body)
 		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), strings.TrimPrefix(f.Path, "/"))
 	}

@@ -3,6 +3,7 @@ package deb
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"strconv"
@@ -58,12 +59,12 @@ func Read(b []byte) (Archive, error) {
 		a.ArNames = append(a.ArNames, name)
 		a.ArTimes = append(a.ArTimes, mtime)
 		switch name {
-		case "control.tar.xz", "data.tar.xz":
-			ms, err := readXZTar(body)
+		case "control.tar.xz", "data.tar.xz", "control.tar.gz", "data.tar.gz":
+			ms, err := readTar(body, strings.HasSuffix(name, ".xz"))
 			if err != nil {
 				return a, fmt.Errorf("%s: %w", name, err)
 			}
-			if name == "control.tar.xz" {
+			if strings.HasPrefix(name, "control.") {
 				a.Control = ms
 			} else {
 				a.Data = ms
@@ -83,8 +84,14 @@ func (a Archive) ControlFile() ([]byte, error) {
 	return nil, fmt.Errorf("no ./control in control.tar")
 }
 
-func readXZTar(b []byte) ([]Member, error) {
-	zr, err := xz.NewReader(bytes.NewReader(b))
+func readTar(b []byte, isXZ bool) ([]Member, error) {
+	var zr io.Reader
+	var err error
+	if isXZ {
+		zr, err = xz.NewReader(bytes.NewReader(b))
+	} else {
+		zr, err = gzip.NewReader(bytes.NewReader(b))
+	}
 	if err != nil {
 		return nil, err
 	}

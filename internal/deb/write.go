@@ -14,11 +14,15 @@ import (
 // Pack writes the deb of p: an ar archive of debian-binary, control.tar.xz
 // and data.tar.xz, as dpkg-deb writes it; every time is p.BuildTime.
 func Pack(p Package) ([]byte, error) {
-	control, err := xzTar(p.BuildTime, []string{"./"}, []File{{Path: "/control", Body: p.Control()}, {Path: "/md5sums", Body: p.MD5Sums()}})
+	ext := ".xz"
+	if p.Gzip {
+		ext = ".gz"
+	}
+	control, err := packTar(p.BuildTime, []string{"./"}, []File{{Path: "/control", Body: p.Control()}, {Path: "/md5sums", Body: p.MD5Sums()}}, p.Gzip)
 	if err != nil {
 		return nil, fmt.Errorf("deb %s: control.tar: %w", p.Name, err)
 	}
-	data, err := xzTar(p.BuildTime, p.dirs(), p.Files)
+	data, err := packTar(p.BuildTime, p.dirs(), p.Files, p.Gzip)
 	if err != nil {
 		return nil, fmt.Errorf("deb %s: data.tar: %w", p.Name, err)
 	}
@@ -27,7 +31,7 @@ func Pack(p Package) ([]byte, error) {
 	for _, m := range []struct {
 		name string
 		body []byte
-	}{{"debian-binary", []byte("2.0\n")}, {"control.tar.xz", control}, {"data.tar.xz", data}} {
+	}{{"debian-binary", []byte("2.0\n")}, {"control.tar" + ext, control}, {"data.tar" + ext, data}} {
 		arMember(&out, m.name, p.BuildTime, m.body)
 	}
 	return out.Bytes(), nil
@@ -43,21 +47,23 @@ func arMember(w *bytes.Buffer, name string, mtime time.Time, body []byte) {
 	}
 }
 
-// xzTar is a GNU tar of the directories (./-relative, with a trailing
+// packTar is a GNU tar of the directories (./-relative, with a trailing
 // slash) and files (absolute paths, stored ./-relative), in sorted order,
-// owned by root, compressed with xz.
-func xzTar(mtime time.Time, dirs []string, files []File) ([]byte, error) {
+// owned by root, compressed with xz (or gzip).
+func packTar(mtime time.Time, dirs []string, files []File, useGzip bool) ([]byte, error) {
 	type entry struct {
 		name string
 		body []byte
 		dir  bool
+		mode int64
+		link string
 	}
 	var es []entry
 	for _, d := range dirs {
 		es = append(es, entry{name: d, dir: true})
 	}
 	for _, f := range files {
-		es = append(es, entry{name: "." + f.Path, body: f.Body})
+		es = append(es, entry{name: "." + f.Path, body: f.Body, mode: f.Mode, link: f.Link})
 	}
 	sortEntries := func(a, b entry) int {
 		switch {
@@ -73,8 +79,13 @@ func xzTar(mtime time.Time, dirs []string, files []File) ([]byte, error) {
 	tw := tar.NewWriter(&raw)
 	for _, e := range es {
 		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), ModTime: mtime, Uname: "root", Gname: "root", Typeflag: tar.TypeReg, Format: tar.FormatGNU}
-		if e.dir {
+		switch {
+		case e.dir:
 			h.Mode, h.Typeflag = 0o755, tar.TypeDir
+		case e.link != "":
+			h.Mode, h.Typeflag, h.Linkname, h.Size, e.body = 0o777, tar.TypeSymlink, e.link, 0, nil
+		case e.mode != 0:
+			h.Mode = e.mode
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err
@@ -85,6 +96,9 @@ func xzTar(mtime time.Time, dirs []string, files []File) ([]byte, error) {
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
+	}
+	if useGzip {
+		return gz(raw.Bytes())
 	}
 	var out bytes.Buffer
 	zw, err := xz.WriterConfig{CheckSum: xz.CRC64}.NewWriter(&out)

@@ -30,12 +30,13 @@ type family struct {
 	name   string
 	tag    func(int) string
 	layout func(int) layout.Layout
-	nodes  func(tgz string, r recipe) ([]node, error)
+	nodes  func(b env, r recipe) ([]node, error)
 }
 
 var families = []family{
-	{"debian", Tag, layout.Debian, func(tgz string, r recipe) ([]node, error) { return serverTree(tgz, r.Layout) }},
+	{"debian", Tag, layout.Debian, func(b env, r recipe) ([]node, error) { return serverTree(b.tgz, r.Layout) }},
 	{"el9", EL9Tag, layout.PGDG, el9Nodes},
+	{"debian-apt", DebianTag, layout.Debian, debianNodes},
 }
 
 // ServerPackage describes the stand-in postgresqlN-server RPM.
@@ -54,8 +55,8 @@ func ServerPackage(srv Server, l layout.Layout, nodes []node) rpm.Package {
 
 // el9Nodes are the stand-in repository (the server RPM and its metadata),
 // its .repo file and dnf's release version.
-func el9Nodes(tgz string, r recipe) ([]node, error) {
-	tree, err := serverTree(tgz, r.Layout)
+func el9Nodes(e env, r recipe) ([]node, error) {
+	tree, err := serverTree(e.tgz, r.Layout)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/model"
 )
 
 const (
@@ -198,7 +199,7 @@ var dockerfile = template.Must(template.New("Dockerfile").Parse(`FROM {{.Base}}
 COPY rootfs/ /
 ENV PG_MAJOR={{.Major}} PG_VERSION={{.Release}} PGDATA=/var/lib/postgresql/data \
     PATH={{.BinDir}}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Package}}@{{.Version}}"
+LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Package}}@{{.Version}}"{{if .Debian}} org.pglease.debian="{{.Debian}}"{{end}}
 STOPSIGNAL SIGINT
 CMD ["bash"]
 `))
@@ -211,6 +212,17 @@ type recipe struct {
 	Layout       layout.Layout
 	PsqlMajor    int
 	Family       string
+	Debian       string `json:",omitempty"` // the Debian server package's version, when the image offers Debian's own
+}
+
+// env is what a family's nodes are made with.
+type env struct {
+	ctx     context.Context
+	c       *dc.Client
+	o       Options
+	baseRef string
+	tgz     string // the pinned npm server build
+	say     func(string, ...any)
 }
 
 func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, major int, say func(string, ...any)) error {
@@ -219,21 +231,30 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		return err
 	}
 	for _, fam := range families {
-		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name}
+		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, ""}
+		if fam.name == "debian-apt" {
+			if r.Debian, err = debianVersion(ctx, major); err != nil {
+				return err
+			}
+		}
 		ref := fam.tag(major)
-		err := ensureImage(c, ref, hashOf(r), srv, say, func(label string) ([]byte, error) {
+		what := "PostgreSQL " + srv.Release()
+		if r.Debian != "" {
+			what = "Debian's " + model.DebServerPackage(major) + " " + r.Debian
+		}
+		err := ensureImage(c, ref, hashOf(r), what, say, func(label string) ([]byte, error) {
 			tgz, err := fetch(ctx, o.CacheDir, srv, say)
 			if err != nil {
 				return nil, err
 			}
-			nodes, err := fam.nodes(tgz, r)
+			nodes, err := fam.nodes(env{ctx, c, o, baseRef, tgz, say}, r)
 			if err != nil {
 				return nil, err
 			}
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
 				"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
-				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version,
+				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian,
 			})
 			if err != nil {
 				return nil, err
@@ -249,20 +270,20 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 
 // ensureImage builds ref from the context that makeContext returns unless
 // ref exists with the recipe label want.
-func ensureImage(c *dc.Client, ref, want string, srv Server, say func(string, ...any), makeContext func(label string) ([]byte, error)) error {
+func ensureImage(c *dc.Client, ref, want, what string, say func(string, ...any), makeContext func(label string) ([]byte, error)) error {
 	old, ok, err := docker.Image(c, ref)
 	if err != nil {
 		return err
 	}
 	if ok && old.Config != nil && old.Config.Labels[RecipeLabel] == want {
-		say("%s is up to date (PostgreSQL %s, recipe %s)", ref, srv.Release(), want)
+		say("%s is up to date (%s, recipe %s)", ref, what, want)
 		return nil
 	}
 	buildCtx, err := makeContext(want)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", ref, err)
 	}
-	say("building %s (PostgreSQL %s, %d MB context)", ref, srv.Release(), len(buildCtx)>>20)
+	say("building %s (%s, %d MB context)", ref, what, len(buildCtx)>>20)
 	var out bytes.Buffer
 	err = c.BuildImage(dc.BuildImageOptions{
 		Name: ref, InputStream: bytes.NewReader(buildCtx), OutputStream: &out,

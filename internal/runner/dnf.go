@@ -44,28 +44,7 @@ func FindRepo(dir string, pkg model.Packaging) (string, error) {
 func DNFInstall(ext model.Extension, repo string) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root, l := t.Root(), t.Layout()
-		var tb docker.Tar
-		err := filepath.WalkDir(repo, func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(repo, p)
-			if err != nil || rel == "." {
-				return err
-			}
-			if d.IsDir() {
-				return tb.Dir(filepath.ToSlash(rel), 0o755)
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return tb.File(filepath.ToSlash(rel), 0o644, b)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("pack %s: %w", repo, err)
-		}
-		archive, err := tb.Bytes()
+		archive, err := tarDir(repo)
 		if err != nil {
 			return nil, err
 		}
@@ -75,19 +54,8 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 		if err := t.Upload(ctx, repoInContainer, archive); err != nil {
 			return nil, err
 		}
-		var rf docker.Tar
 		conf := fmt.Sprintf("[pg_lease]\nname=pg_lease packages under test\nbaseurl=file://%s\nenabled=1\ngpgcheck=0\n", repoInContainer)
-		if err := rf.File("pg_lease.repo", 0o644, []byte(conf)); err != nil {
-			return nil, err
-		}
-		b, err := rf.Bytes()
-		if err != nil {
-			return nil, err
-		}
-		if err := Must(ctx, root, "mkdir", "-p", "/etc/yum.repos.d"); err != nil {
-			return nil, err
-		}
-		if err := t.Upload(ctx, "/etc/yum.repos.d", b); err != nil {
+		if err := uploadFile(ctx, t, "/etc/yum.repos.d", "pg_lease.repo", []byte(conf)); err != nil {
 			return nil, err
 		}
 		name := ext.PackageName(l.Major)
@@ -129,4 +97,46 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 			return nil
 		}, nil
 	}
+}
+
+// tarDir packs the directory dir (its contents, not dir itself).
+func tarDir(dir string) ([]byte, error) {
+	var tb docker.Tar
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if d.IsDir() {
+			return tb.Dir(filepath.ToSlash(rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return tb.File(filepath.ToSlash(rel), 0o644, b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return tb.Bytes()
+}
+
+// uploadFile writes one file into dir on the target, making dir.
+func uploadFile(ctx context.Context, t Target, dir, name string, body []byte) error {
+	var tb docker.Tar
+	if err := tb.File(name, 0o644, body); err != nil {
+		return err
+	}
+	b, err := tb.Bytes()
+	if err != nil {
+		return err
+	}
+	if err := Must(ctx, t.Root(), "mkdir", "-p", dir); err != nil {
+		return err
+	}
+	return t.Upload(ctx, dir, b)
 }

@@ -1,0 +1,196 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/pglease/pglease-gen/internal/deb"
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+// DebianRepository holds the images of the deb install proof: Debian 12
+// with apt and a local apt repository offering postgresql-N, and nothing
+// of that server installed until apt installs it. Where Debian 12 itself
+// ships the major (15), the repository holds Debian's own packages (the
+// server and every package it needs that the image lacks); for the other
+// majors it holds a postgresql-N deb built from the pinned server build in
+// Debian's layout.
+const DebianRepository = "pglease/debian"
+
+// DebianTag is the deb proof's image of a major, e.g. pglease/debian:17.
+func DebianTag(major int) string { return fmt.Sprintf("%s:%d", DebianRepository, major) }
+
+// AptStandin is where the image's local apt repository sits.
+const AptStandin = "/srv/debian-standin"
+
+// debianShips are the majors whose server package Debian 12 ships.
+var debianShips = map[int]bool{15: true}
+
+// debianVersion is the version of Debian's postgresql-N that the image
+// offers, "" for a stand-in; apt on this machine knows it.
+func debianVersion(ctx context.Context, major int) (string, error) {
+	if !debianShips[major] {
+		return "", nil
+	}
+	name := model.DebServerPackage(major)
+	out, err := exec.CommandContext(ctx, "apt-cache", "show", "--no-all-versions", name).Output()
+	if err != nil {
+		return "", fmt.Errorf("apt-cache show %s: %w (run apt-get update; make deps does)", name, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(l, "Version: "); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("apt-cache show %s: no version", name)
+}
+
+// debianNodes are the local apt repository (its debs, indexes and list
+// file), an empty sources.list (the image has no network) and a
+// policy-rc.d that keeps package scripts from starting services.
+func debianNodes(b env, r recipe) ([]node, error) {
+	major := r.Server.Major
+	var debs map[string][]byte
+	var err error
+	if r.Debian != "" {
+		debs, err = debianDebs(b, model.DebServerPackage(major)+"="+r.Debian)
+	} else {
+		debs, err = standinDeb(b, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	files, err := deb.Repo(model.Packages, "postgresql", debs, model.Packages.Released())
+	if err != nil {
+		return nil, err
+	}
+	var nodes []node
+	for _, name := range files.Names() {
+		nodes = append(nodes, node{Path: path.Join(AptStandin, name), Mode: 0o644, Body: files[name]})
+	}
+	list := fmt.Sprintf("deb [trusted=yes] file:%s/%s %s %s\n", AptStandin, deb.RepoDir, model.Packages.DebCodename, deb.Component)
+	nodes = append(nodes,
+		node{Path: "/etc/apt/sources.list.d/debian-standin.list", Mode: 0o644, Body: []byte(list)},
+		node{Path: "/etc/apt/sources.list", Mode: 0o644, Body: []byte("# no network: see sources.list.d\n")},
+		node{Path: "/usr/sbin/policy-rc.d", Mode: 0o755, Body: []byte("#!/bin/sh\n# no services in this image\nexit 101\n")},
+		node{Path: "/etc/postgresql-common/createcluster.conf", Mode: 0o644, Body: []byte("create_main_cluster = false\n")},
+	)
+	return nodes, nil
+}
+
+// standinDeb is postgresql-N built from the pinned server build in
+// Debian's layout.
+func standinDeb(b env, r recipe) (map[string][]byte, error) {
+	tree, err := serverTree(b.tgz, r.Layout)
+	if err != nil {
+		return nil, err
+	}
+	p := deb.Package{
+		Name: model.DebServerPackage(r.Server.Major), Version: r.Server.Release() + "-0standin", Source: "postgresql-" + fmt.Sprint(r.Server.Major),
+		Arch: debArch(), Maintainer: model.Packages.Maintainer, Section: "database", Priority: "optional",
+		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in from %s@%s)", r.Server.Release(), npmPackage, r.Server.Version),
+		Description: " The pinned server build laid out as Debian's postgresql-" + fmt.Sprint(r.Server.Major) + ", for the deb install proof.",
+		BuildTime:   model.Packages.Released(), Gzip: true,
+	}
+	for _, n := range tree {
+		p.Files = append(p.Files, deb.File{Path: n.Path, Body: n.Body, Mode: n.Mode, Link: n.Link})
+	}
+	deb.SortFiles(p.Files)
+	bin, err := deb.Pack(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{p.FileName(): bin}, nil
+}
+
+// debianDebs downloads, with this machine's apt, the Debian packages that
+// installing want into the base image needs: want and each dependency the
+// image does not have (apt reads the image's own dpkg status).
+func debianDebs(b env, want string) (map[string][]byte, error) {
+	status, err := readFromImage(b.c, b.baseRef, "/var/lib/dpkg/status")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(b.o.CacheDir, "debian-debs")
+	if err := os.MkdirAll(filepath.Join(dir, "partial"), 0o755); err != nil {
+		return nil, err
+	}
+	statusFile := filepath.Join(dir, "base.status")
+	if err := os.WriteFile(statusFile, status, 0o644); err != nil {
+		return nil, err
+	}
+	b.say("downloading %s and what the base image lacks for it, with apt", want)
+	cmd := exec.CommandContext(b.ctx, "apt-get", "install", "--download-only", "--print-uris", "-y", "-qq", "--no-install-recommends",
+		"-o", "Dir::State::status="+statusFile, "-o", "Debug::NoLocking=1", want)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("apt-get install --print-uris %s: %w\n%s", want, err, out)
+	}
+	// each line: 'URI' file size checksum
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && strings.HasSuffix(f[1], ".deb") {
+			names = append(names, f[1])
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("apt-get names no package to download for %s:\n%s", want, out)
+	}
+	cmd = exec.CommandContext(b.ctx, "apt-get", "install", "--download-only", "-y", "-qq", "--no-install-recommends",
+		"-o", "Dir::State::status="+statusFile, "-o", "Dir::Cache::archives="+dir, "-o", "Debug::NoLocking=1",
+		"-o", "APT::Sandbox::User=root", want)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("apt-get install --download-only %s: %w\n%s", want, err, out)
+	}
+	debs := map[string][]byte{}
+	for _, n := range names {
+		if debs[n], err = os.ReadFile(filepath.Join(dir, n)); err != nil {
+			return nil, err
+		}
+	}
+	return debs, nil
+}
+
+// readFromImage reads one file from an image, through a container that
+// is created and removed but never started.
+func readFromImage(c *dc.Client, ref, file string) ([]byte, error) {
+	ct, err := c.CreateContainer(dc.CreateContainerOptions{Config: &dc.Config{Image: ref, Cmd: []string{"true"}}})
+	if err != nil {
+		return nil, fmt.Errorf("read %s from %s: %w", file, ref, err)
+	}
+	defer c.RemoveContainer(dc.RemoveContainerOptions{ID: ct.ID, Force: true})
+	var buf bytes.Buffer
+	if err := c.DownloadFromContainer(ct.ID, dc.DownloadFromContainerOptions{Path: file, OutputStream: &buf}); err != nil {
+		return nil, fmt.Errorf("read %s from %s: %w", file, ref, err)
+	}
+	return untarOne(buf.Bytes())
+}
+
+// untarOne returns the first regular file of a tar archive.
+func untarOne(b []byte) ([]byte, error) {
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("no file in the archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			return io.ReadAll(tr)
+		}
+	}
+}
+
+// debArch is this machine's Debian architecture.
+func debArch() string { return runtime.GOARCH }
