@@ -56,6 +56,31 @@ func debianVersion(ctx context.Context, major int) (string, error) {
 	return "", fmt.Errorf("apt-cache show %s: no version", name)
 }
 
+// officialNodes are the layer of the matrix images (pglease/postgres:N):
+// the server in the official images' layout, from Debian's own package
+// where Debian 12 ships the major (installed by officialRun from a
+// repository of the downloaded packages), from the pinned build otherwise.
+func officialNodes(b env, r recipe) ([]node, error) {
+	if r.Debian == "" {
+		return serverTree(b.tgz, r.Layout)
+	}
+	return debianNodes(b, r)
+}
+
+// officialRun installs Debian's server package from the image's own
+// repository, then removes the repository (the image keeps no package
+// source it cannot reach).
+func officialRun(r recipe) string {
+	if r.Debian == "" {
+		return ""
+	}
+	return fmt.Sprintf("DEBIAN_FRONTEND=noninteractive apt-get -q -o APT::Sandbox::User=root update && "+
+		"DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends -o Dpkg::Options::=--force-confold "+
+		"-o APT::Sandbox::User=root install %s=%s && "+
+		"rm -rf %s /etc/apt/sources.list.d/debian-standin.list /var/lib/apt/lists/* /var/cache/apt/*.bin",
+		model.DebServerPackage(r.Server.Major), r.Debian, AptStandin)
+}
+
 // debianNodes are the local apt repository (its debs, indexes and list
 // file), an empty sources.list (the image has no network) and a
 // policy-rc.d that keeps package scripts from starting services.

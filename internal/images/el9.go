@@ -31,12 +31,13 @@ type family struct {
 	tag    func(int) string
 	layout func(int) layout.Layout
 	nodes  func(b env, r recipe) ([]node, error)
+	run    func(r recipe) string // a RUN step after the nodes are copied in, or ""
 }
 
 var families = []family{
-	{"debian", Tag, layout.Debian, func(b env, r recipe) ([]node, error) { return serverTree(b.tgz, r.Layout) }},
-	{"el9", EL9Tag, layout.PGDG, el9Nodes},
-	{"debian-apt", DebianTag, layout.Debian, debianNodes},
+	{"debian", Tag, layout.Debian, officialNodes, officialRun},
+	{"el9", EL9Tag, layout.PGDG, el9Nodes, nil},
+	{"debian-apt", DebianTag, layout.Debian, debianNodes, nil},
 }
 
 // ServerPackage describes the stand-in postgresqlN-server RPM.

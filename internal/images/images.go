@@ -200,7 +200,8 @@ COPY rootfs/ /
 ENV PG_MAJOR={{.Major}} PG_VERSION={{.Release}} PGDATA=/var/lib/postgresql/data \
     PATH={{.BinDir}}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Package}}@{{.Version}}"{{if .Debian}} org.pglease.debian="{{.Debian}}"{{end}}
-STOPSIGNAL SIGINT
+{{if .Run}}RUN {{.Run}}
+{{end}}STOPSIGNAL SIGINT
 CMD ["bash"]
 `))
 
@@ -232,10 +233,14 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	}
 	for _, fam := range families {
 		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, ""}
-		if fam.name == "debian-apt" {
+		if fam.name != "el9" {
 			if r.Debian, err = debianVersion(ctx, major); err != nil {
 				return err
 			}
+		}
+		run := ""
+		if fam.run != nil {
+			run = fam.run(r)
 		}
 		ref := fam.tag(major)
 		what := "PostgreSQL " + srv.Release()
@@ -254,7 +259,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
 				"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
-				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian,
+				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian, "Run": run,
 			})
 			if err != nil {
 				return nil, err
