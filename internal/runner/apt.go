@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -93,18 +92,7 @@ func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer
 					return fmt.Errorf("%s is %s after apt-get purge", name, s)
 				}
 			}
-			var left []string
-			for _, f := range files {
-				if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
-					return err
-				} else if code == 0 {
-					left = append(left, f)
-				}
-			}
-			if len(left) > 0 {
-				return errors.New("apt-get purge left files behind: " + strings.Join(left, " "))
-			}
-			return nil
+			return noneLeft(ctx, root, "apt-get purge", files)
 		}, nil
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
+	"github.com/pglease/pglease-gen/internal/suite"
 )
 
 // repoInContainer is where the package repository is copied.
@@ -83,18 +84,7 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 			if _, _, code, err := root.Run(ctx, []string{"rpm", "-q", name}); err != nil || code == 0 {
 				return fmt.Errorf("%s is still installed after dnf remove (%v)", name, err)
 			}
-			var left []string
-			for _, f := range files {
-				if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
-					return err
-				} else if code == 0 {
-					left = append(left, f)
-				}
-			}
-			if len(left) > 0 {
-				return errors.New("dnf remove left files behind: " + strings.Join(left, " "))
-			}
-			return nil
+			return noneLeft(ctx, root, "dnf remove", files)
 		}, nil
 	}
 }
@@ -139,4 +129,21 @@ func uploadFile(ctx context.Context, t Target, dir, name string, body []byte) er
 		return err
 	}
 	return t.Upload(ctx, dir, b)
+}
+
+// noneLeft fails when any of files still exists on the target after what
+// removed the package.
+func noneLeft(ctx context.Context, root suite.Executor, what string, files []string) error {
+	var left []string
+	for _, f := range files {
+		if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
+			return err
+		} else if code == 0 {
+			left = append(left, f)
+		}
+	}
+	if len(left) > 0 {
+		return errors.New(what + " left files behind: " + strings.Join(left, " "))
+	}
+	return nil
 }
