@@ -167,7 +167,9 @@ func (p Package) Control() []byte {
 	var b strings.Builder
 	field := func(k, v string) { fmt.Fprintf(&b, "%s: %s\n", k, v) }
 	field("Package", p.Name)
-	field("Source", p.Source)
+	if p.Source != "" {
+		field("Source", p.Source)
+	}
 	field("Version", p.Version)
 	field("Architecture", p.arch())
 	field("Maintainer", p.Maintainer)

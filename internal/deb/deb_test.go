@@ -48,7 +48,7 @@ func debOf(t *testing.T, files render.Files, major int) []byte {
 	return nil
 }
 
-func read(t *testing.T, b []byte) Archive {
+func readDeb(t *testing.T, b []byte) Archive {
 	t.Helper()
 	a, err := Read(b)
 	if err != nil {
@@ -75,7 +75,7 @@ func gunzip(t *testing.T, b []byte) []byte {
 // epoch, and the control fields.
 func TestDebLayout(t *testing.T) {
 	when := model.Packages.Released()
-	a := read(t, debOf(t, build(t, options(PureGo, when, 17)), 17))
+	a := readDeb(t, debOf(t, build(t, options(PureGo, when, 17)), 17))
 	if fmt.Sprint(a.ArNames) != "[debian-binary control.tar.xz data.tar.xz]" {
 		t.Errorf("ar members %v", a.ArNames)
 	}
@@ -156,8 +156,8 @@ func TestGenControlMatchesPgBuildext(t *testing.T) {
 func TestBuildersAgree(t *testing.T) {
 	testenv.Tools(t, "dpkg-buildpackage", "pg_buildext", "dh")
 	when := model.Packages.Released()
-	pure := read(t, debOf(t, build(t, options(PureGo, when, 15)), 15))
-	native := read(t, debOf(t, build(t, options(Dpkg, when, 15)), 15))
+	pure := readDeb(t, debOf(t, build(t, options(PureGo, when, 15)), 15))
+	native := readDeb(t, debOf(t, build(t, options(Dpkg, when, 15)), 15))
 	if fmt.Sprint(pure.ArNames, pure.ArTimes) != fmt.Sprint(native.ArNames, native.ArTimes) {
 		t.Errorf("ar members: pure Go %v %v, dpkg %v %v", pure.ArNames, pure.ArTimes, native.ArNames, native.ArTimes)
 	}
@@ -250,6 +250,36 @@ func TestAptReadsTheRepository(t *testing.T) {
 		out, err := exec.Command("apt-cache", append(opts, "show", "postgresql-17-pg-lease")...).CombinedOutput()
 		if err != nil || !bytes.Contains(out, []byte("Version: 0.1.0-1PGSTY~bookworm\n")) || !bytes.Contains(out, []byte("Depends: postgresql-17\n")) {
 			t.Errorf("%s: apt-cache show: %v\n%s", arch, err, out)
+		}
+	}
+}
+
+// TestRepoListsArchitectureSpecificDebsOnce puts an amd64 deb beside an
+// Architecture: all one: the amd64 index lists both, the arm64 index only
+// the one for all.
+func TestRepoListsArchitectureSpecificDebsOnce(t *testing.T) {
+	when := model.Packages.Released()
+	all, err := Pack(Package{Name: "a", Version: "1", Maintainer: "m", Summary: "s", Description: " d", BuildTime: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amd, err := Pack(Package{Name: "b", Version: "1", Arch: "amd64", Maintainer: "m", Summary: "s", Description: " d", BuildTime: when, Gzip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Repo(model.Packages, "x", map[string][]byte{"a_1_all.deb": all, "b_1_amd64.deb": amd}, when)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arch, want := range map[string]string{"amd64": "Package: a Package: b", "arm64": "Package: a"} {
+		var got []string
+		for _, l := range strings.Split(string(files["apt/dists/bookworm/main/binary-"+arch+"/Packages"]), "\n") {
+			if strings.HasPrefix(l, "Package: ") {
+				got = append(got, l)
+			}
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("binary-%s lists %v, want %s", arch, got, want)
 		}
 	}
 }

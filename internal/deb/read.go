@@ -33,8 +33,19 @@ type Archive struct {
 	Data    []Member
 }
 
-// Read takes a deb apart (ar, then the two xz tarballs).
-func Read(b []byte) (Archive, error) {
+// Read takes a deb apart (ar, then the two tarballs).
+func Read(b []byte) (Archive, error) { return read(b, true) }
+
+// ReadControl reads only a deb's control file (it leaves data.tar packed).
+func ReadControl(b []byte) ([]byte, error) {
+	a, err := read(b, false)
+	if err != nil {
+		return nil, err
+	}
+	return a.ControlFile()
+}
+
+func read(b []byte, withData bool) (Archive, error) {
 	var a Archive
 	if !bytes.HasPrefix(b, []byte("!<arch>\n")) {
 		return a, fmt.Errorf("not an ar archive")
@@ -60,6 +71,9 @@ func Read(b []byte) (Archive, error) {
 		a.ArTimes = append(a.ArTimes, mtime)
 		switch name {
 		case "control.tar.xz", "data.tar.xz", "control.tar.gz", "data.tar.gz":
+			if !withData && strings.HasPrefix(name, "data.") {
+				continue
+			}
 			ms, err := readTar(body, strings.HasSuffix(name, ".xz"))
 			if err != nil {
 				return a, fmt.Errorf("%s: %w", name, err)

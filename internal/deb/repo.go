@@ -38,13 +38,9 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var stanzas []string
+	stanzas := map[string][]string{} // by architecture
 	for _, n := range names {
-		a, err := Read(debs[n])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
-		}
-		control, err := a.ControlFile()
+		control, err := ReadControl(debs[n])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
@@ -52,17 +48,24 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 		files[path.Join(RepoDir, file)] = debs[n]
 		md := md5.Sum(debs[n])
 		sh := sha256.Sum256(debs[n])
-		stanzas = append(stanzas, strings.TrimRight(string(control), "\n")+fmt.Sprintf("\nFilename: %s\nSize: %d\nMD5sum: %s\nSHA256: %s\n",
-			file, len(debs[n]), hex.EncodeToString(md[:]), hex.EncodeToString(sh[:])))
-	}
-	packages := []byte(strings.Join(stanzas, "\n"))
-	packagesGz, err := gz(packages)
-	if err != nil {
-		return nil, err
+		stanza := strings.TrimRight(string(control), "\n") + fmt.Sprintf("\nFilename: %s\nSize: %d\nMD5sum: %s\nSHA256: %s\n",
+			file, len(debs[n]), hex.EncodeToString(md[:]), hex.EncodeToString(sh[:]))
+		// Architecture: all is in every architecture's index, others in their own
+		arch := controlField(control, "Architecture")
+		for _, a := range pkg.DebArches {
+			if arch == "all" || arch == a {
+				stanzas[a] = append(stanzas[a], stanza)
+			}
+		}
 	}
 	dist := path.Join(RepoDir, "dists", pkg.DebCodename)
 	var index []string
 	for _, arch := range pkg.DebArches {
+		packages := []byte(strings.Join(stanzas[arch], "\n"))
+		packagesGz, err := gz(packages)
+		if err != nil {
+			return nil, err
+		}
 		dir := path.Join(Component, "binary-"+arch)
 		for name, b := range map[string][]byte{"Packages": packages, "Packages.gz": packagesGz} {
 			files[path.Join(dist, dir, name)] = b
@@ -80,4 +83,14 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 	}
 	files[path.Join(dist, "Release")] = []byte(rel.String())
 	return files, nil
+}
+
+// controlField is the value of a single-line field of a control file.
+func controlField(control []byte, name string) string {
+	for _, l := range strings.Split(string(control), "\n") {
+		if v, ok := strings.CutPrefix(l, name+": "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

@@ -156,8 +156,16 @@ func debianDebs(b env, want string) (map[string][]byte, error) {
 		return nil, err
 	}
 	b.say("downloading %s and what the base image lacks for it, with apt", want)
+	// apt leaves out of --print-uris what its archive directory already
+	// holds: ask with an empty one, so the list is complete
+	empty, err := os.MkdirTemp("", "pglease-apt-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(empty)
+	os.Mkdir(filepath.Join(empty, "partial"), 0o755)
 	cmd := exec.CommandContext(b.ctx, "apt-get", "install", "--download-only", "--print-uris", "-y", "-qq", "--no-install-recommends",
-		"-o", "Dir::State::status="+statusFile, "-o", "Debug::NoLocking=1", want)
+		"-o", "Dir::State::status="+statusFile, "-o", "Dir::Cache::archives="+empty, "-o", "Debug::NoLocking=1", want)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("apt-get install --print-uris %s: %w\n%s", want, err, out)
@@ -218,4 +226,4 @@ func untarOne(b []byte) ([]byte, error) {
 }
 
 // debArch is this machine's Debian architecture.
-func debArch() string { return runtime.GOARCH }
+func debArch() string { return model.DebArch(runtime.GOARCH) }

@@ -50,7 +50,7 @@ const (
 	// baseVersion and layerVersion change whenever the steps that make the
 	// base or a major's layer change in a way the hashed inputs do not show.
 	baseVersion  = "2"
-	layerVersion = "4" // 4: the stand-in server RPM from our own writer (./-relative payload)
+	layerVersion = "5" // 5: stand-in packages with sorted files, debs by architecture
 )
 
 // base is the recipe of the base root file system. The npm builds have no

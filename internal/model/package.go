@@ -154,3 +154,16 @@ func (e Extension) DebPackage(major int) string {
 
 // DebServerPackage is the Debian server package a major's deb depends on.
 func DebServerPackage(major int) string { return fmt.Sprintf("postgresql-%d", major) }
+
+// DebArch is the Debian architecture name of a Go architecture (GOARCH).
+func DebArch(goarch string) string {
+	switch goarch {
+	case "386":
+		return "i386"
+	case "arm":
+		return "armhf"
+	case "ppc64le":
+		return "ppc64el"
+	}
+	return goarch
+}

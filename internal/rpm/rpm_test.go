@@ -420,3 +420,29 @@ func sums(files render.Files) []byte {
 	}
 	return b.Bytes()
 }
+
+// TestPackSortsAndRefusesDuplicates hands the writer its files out of
+// order, and twice: the header lists them sorted (rpm searches it by
+// path), and a path given twice is an error.
+func TestPackSortsAndRefusesDuplicates(t *testing.T) {
+	p := Package{Name: "x", Version: "1", Release: "1", BuildTime: model.Packages.Released(), Files: []File{
+		{Path: "/usr/b", Mode: 0o644, Body: []byte("b")},
+		{Path: "/usr/a", Link: "b"},
+		{Path: "/usr", Mode: 0o755, Dir: true},
+	}}
+	b, err := Pack(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range members(t, b) {
+		names = append(names, m.name)
+	}
+	if fmt.Sprint(names) != "[./usr ./usr/a ./usr/b]" {
+		t.Errorf("payload order %v", names)
+	}
+	p.Files = append(p.Files, File{Path: "/usr/a", Mode: 0o644, Body: []byte("again")})
+	if _, err := Pack(p); err == nil || !strings.Contains(err.Error(), "/usr/a twice") {
+		t.Errorf("duplicate path: err = %v", err)
+	}
+}

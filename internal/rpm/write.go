@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/cavaliergopher/cpio"
@@ -147,8 +148,16 @@ func PackSource(p Package, files []Source) ([]byte, error) {
 }
 
 // write lays out the lead, the signature, the header and the gzip cpio
-// payload of a package with the members ms, in their order.
+// payload of a package with the members ms, sorted by path.
 func write(p Package, source bool, ms []member) ([]byte, error) {
+	// rpm finds payload entries in the header by binary search on the path
+	ms = slices.Clone(ms)
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.path, b.path) })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].path == ms[i-1].path {
+			return nil, fmt.Errorf("rpm %s: %s twice", p.Name, ms[i].path)
+		}
+	}
 	mtime := int32(p.BuildTime.Unix())
 	var payload bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&payload, gzip.BestCompression)

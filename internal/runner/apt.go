@@ -50,18 +50,18 @@ func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer
 		if err := uploadFile(ctx, t, "/etc/apt/sources.list.d", "pg_lease.list", []byte(list)); err != nil {
 			return nil, err
 		}
-		apt := func(args ...string) ([]byte, error) {
+		apt := func(ctx context.Context, args ...string) ([]byte, error) {
 			argv := append([]string{"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y",
 				"-o", "Dpkg::Options::=--force-confold", "-o", "APT::Sandbox::User=root"}, args...)
 			return Output(ctx, root, argv...)
 		}
 		name := ext.DebPackage(t.Layout().Major)
 		stage("apt-get update")
-		if _, err := apt("update"); err != nil {
+		if _, err := apt(ctx, "update"); err != nil {
 			return nil, err
 		}
 		stage("apt-get install -y " + name)
-		if _, err := apt("install", "--no-install-recommends", name); err != nil {
+		if _, err := apt(ctx, "install", "--no-install-recommends", name); err != nil {
 			return nil, err
 		}
 		if _, err := Output(ctx, root, "dpkg-query", "-W", name, model.DebServerPackage(t.Layout().Major)); err != nil {
@@ -83,7 +83,7 @@ func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer
 		}
 		return func(ctx context.Context) error {
 			stage("apt-get purge -y " + name)
-			if _, err := apt("purge", name); err != nil {
+			if _, err := apt(ctx, "purge", name); err != nil {
 				return err
 			}
 			if _, _, code, err := root.Run(ctx, []string{"dpkg-query", "-W", "-f", "${db:Status-Status}", name}); err == nil && code == 0 {

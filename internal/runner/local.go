@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -34,6 +35,20 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 	step := func(format string, args ...any) {
 		fmt.Fprintf(w, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	if o.Results == "" {
+		return suite.Result{}, errors.New("no results directory: pass --results DIR")
+	}
+	results, err := filepath.Abs(o.Results)
+	if err != nil {
+		return suite.Result{}, err
+	}
+	// the run replaces results/regress and results/isolation: never the
+	// suites' own directories
+	for _, src := range []string{"regress/sql", "isolation/specs"} {
+		if _, err := os.Stat(filepath.Join(results, src)); err == nil {
+			return suite.Result{}, fmt.Errorf("%s holds the test suites (%s): choose another results directory", results, src)
+		}
+	}
 	inst, err := pgserver.FindInstall(ctx, o.PgConfig)
 	if err != nil {
 		return suite.Result{}, err
@@ -47,10 +62,6 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 		return suite.Result{}, err
 	}
 	suites, err := SuitesArchive(o.Src)
-	if err != nil {
-		return suite.Result{}, err
-	}
-	results, err := filepath.Abs(o.Results)
 	if err != nil {
 		return suite.Result{}, err
 	}

@@ -90,3 +90,22 @@ func TestRunLocalKeepsOtherResults(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLocalRefusesTheSourceTree refuses a results directory that holds
+// the suites (the run replaces its regress/ and isolation/), and none.
+func TestRunLocalRefusesTheSourceTree(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "regress", "sql"), 0o755)
+	os.WriteFile(filepath.Join(src, "regress", "sql", "api.sql"), []byte("mine"), 0o644)
+	var out bytes.Buffer
+	_, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: pglease.Files, Results: src}, &out)
+	if err == nil || !strings.Contains(err.Error(), "holds the test suites") {
+		t.Errorf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "regress", "sql", "api.sql")); string(b) != "mine" {
+		t.Error("the refused run touched the suites")
+	}
+	if _, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: pglease.Files}, &out); err == nil || !strings.Contains(err.Error(), "no results directory") {
+		t.Errorf("no results directory: err = %v", err)
+	}
+}

@@ -74,21 +74,22 @@ const Port = 5432
 
 // Run runs both suites on t. An error means the suites could not run (or
 // the installer's check failed); failed tests are in the result.
-func Run(ctx context.Context, t Target, o Options) (Outcome, error) {
-	var out Outcome
+func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	stage := o.Stage
 	if stage == nil {
 		stage = func(string) {}
 	}
 	l, root, srv := t.Layout(), t.Root(), t.Server()
-	var check func(context.Context) error
 	if o.Install != nil {
 		stage("installing")
-		c, err := o.Install(ctx, t, stage)
+		check, err := o.Install(ctx, t, stage)
 		if err != nil {
 			return out, fmt.Errorf("install: %w", err)
 		}
-		check = c
+		if check != nil {
+			// the check (an uninstall, say) runs however the rest ends
+			defer func() { err = errors.Join(err, check(ctx)) }()
+		}
 	}
 	work := t.WorkDir()
 	if err := Must(ctx, root, "mkdir", "-p", work); err != nil {
@@ -151,11 +152,6 @@ func Run(ctx context.Context, t Target, o Options) (Outcome, error) {
 			if err := t.Download(ctx, path.Join(results, string(k)), filepath.Join(o.Results, string(k))); err != nil {
 				return out, err
 			}
-		}
-	}
-	if check != nil {
-		if err := check(ctx); err != nil {
-			return out, err
 		}
 	}
 	return out, nil
