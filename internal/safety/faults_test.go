@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/stress"
 )
 
@@ -164,10 +165,11 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 	dsn := database(t, srv, "cancel", "pg_lease")
 	ctx := context.Background()
 	holder, waiter, admin := connect(t, dsn), connect(t, dsn), connect(t, dsn)
-	var epoch int64
-	if err := holder.QueryRow(ctx, "SELECT epoch FROM lease.acquire('job', 'holder', interval '1 hour')").Scan(&epoch); err != nil {
-		t.Fatal(err)
+	g, err := leaseclient.Acquire(ctx, holder, "job", "holder", time.Hour, nil)
+	if err != nil || !g.Acquired {
+		t.Fatal(g, err)
 	}
+	epoch := *g.Epoch
 	for _, how := range []string{"statement_timeout", "pg_cancel_backend"} {
 		if _, err := waiter.Exec(ctx, "BEGIN"); err != nil {
 			t.Fatal(err)
@@ -183,7 +185,7 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 			}()
 		}
 		start := time.Now()
-		_, err := waiter.Exec(ctx, "SELECT * FROM lease.acquire('job', 'waiter', interval '1 minute', interval '30 seconds')")
+		_, err := leaseclient.Acquire(ctx, waiter, "job", "waiter", time.Minute, 30*time.Second)
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 10*time.Second {
 			t.Fatalf("%s: %v after %s; want 57014 soon", how, err, time.Since(start))
@@ -193,14 +195,12 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		if _, err := holder.Exec(ctx, "SET lock_timeout = '500ms'"); err != nil {
 			t.Fatal(err)
 		}
-		var status string
-		if err := holder.QueryRow(ctx, "SELECT status FROM lease.renew('job', 'holder', $1, interval '1 hour')", epoch).Scan(&status); err != nil || status != "ok" {
-			t.Errorf("%s: the holder's renew while the waiter's transaction is open: %q %v", how, status, err)
+		if r, err := leaseclient.Renew(ctx, holder, "job", "holder", epoch, time.Hour); err != nil || r.Status != "ok" {
+			t.Errorf("%s: the holder's renew while the waiter's transaction is open: %q %v", how, r.Status, err)
 		}
 		waiter.Exec(ctx, "ROLLBACK")
-		var owner string
-		if err := admin.QueryRow(ctx, "SELECT owner FROM lease.inspect('job')").Scan(&owner); err != nil || owner != "holder" {
-			t.Errorf("%s: owner %q after the cancelled wait (%v)", how, owner, err)
+		if st, err := leaseclient.Inspect(ctx, admin, "job"); err != nil || st.Owner == nil || *st.Owner != "holder" {
+			t.Errorf("%s: owner %v after the cancelled wait (%v)", how, st.Owner, err)
 		}
 	}
 	var n int
@@ -251,16 +251,14 @@ func TestDumpAndRestore(t *testing.T) {
 		t.Logf("carried over: %s", b)
 	}
 	conn := connect(t, restored)
-	var e1, e2 int64
-	conn.QueryRow(context.Background(), "SELECT epoch FROM lease.acquire('released', 'c', interval '1 minute')").Scan(&e1)
-	conn.QueryRow(context.Background(), "SELECT epoch FROM lease.acquire('lapsed', 'c', interval '1 minute')").Scan(&e2)
-	if e1 != 3 || e2 != 2 {
-		t.Errorf("after restore: released name acquired at epoch %d (want 3), lapsed at %d (want 2)", e1, e2)
+	ctx := context.Background()
+	g1, err1 := leaseclient.Acquire(ctx, conn, "released", "c", time.Minute, nil)
+	g2, err2 := leaseclient.Acquire(ctx, conn, "lapsed", "c", time.Minute, nil)
+	if err := errors.Join(err1, err2); err != nil || g1.Epoch == nil || g2.Epoch == nil || *g1.Epoch != 3 || *g2.Epoch != 2 {
+		t.Errorf("after restore: released name acquired as %+v (want epoch 3), lapsed as %+v (want 2): %v", g1, g2, err)
 	}
-	var ok bool
-	conn.QueryRow(context.Background(), "SELECT acquired FROM lease.acquire('held', 'c', interval '1 minute')").Scan(&ok)
-	if ok {
-		t.Error("after restore a held lease was acquired by another owner")
+	if g, err := leaseclient.Acquire(ctx, conn, "held", "c", time.Minute, nil); err != nil || g.Acquired {
+		t.Errorf("after restore a held lease was acquired by another owner (%v)", err)
 	}
 }
 
@@ -272,24 +270,19 @@ func TestConnectionLostInTransaction(t *testing.T) {
 	ctx := context.Background()
 	victim, admin := connect(t, dsn), connect(t, dsn)
 	victim.Exec(ctx, "BEGIN")
-	var ok bool
-	if err := victim.QueryRow(ctx, "SELECT acquired FROM lease.acquire('job', 'victim', interval '1 hour')").Scan(&ok); err != nil || !ok {
-		t.Fatal(ok, err)
+	if g, err := leaseclient.Acquire(ctx, victim, "job", "victim", time.Hour, nil); err != nil || !g.Acquired {
+		t.Fatal(g, err)
 	}
 	var pid int
 	victim.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
 	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", pid); err != nil {
 		t.Fatal(err)
 	}
-	var held bool
-	var epoch *int64
-	admin.QueryRow(ctx, "SELECT held, epoch FROM lease.inspect('job')").Scan(&held, &epoch)
-	if held || epoch != nil {
-		t.Errorf("after the lost connection: held %v epoch %v; want an unknown name", held, epoch)
+	if st, err := leaseclient.Inspect(ctx, admin, "job"); err != nil || st.Held || st.Epoch != nil {
+		t.Errorf("after the lost connection: %+v %v; want an unknown name", st, err)
 	}
-	var e int64
-	if err := admin.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire('job', 'next', interval '1 minute')").Scan(&ok, &e); err != nil || !ok || e != 1 {
-		t.Errorf("the next acquire: %v %d %v; want epoch 1", ok, e, err)
+	if g, err := leaseclient.Acquire(ctx, admin, "job", "next", time.Minute, nil); err != nil || !g.Acquired || *g.Epoch != 1 {
+		t.Errorf("the next acquire: %+v %v; want epoch 1", g, err)
 	}
 
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 )
 
 // The installer's attack: install the trusted extension as a non-superuser
@@ -95,9 +97,8 @@ func TestInstallerCannotRunCodeAsSuperuser(t *testing.T) {
 		t.Error("created a second schema lease")
 	}
 	// and the API still works for the installer
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT acquired FROM lease.acquire('x', 'installer', interval '1 minute')").Scan(&ok); err != nil || !ok {
-		t.Errorf("acquire after the refused attack: %v %v", ok, err)
+	if g, err := leaseclient.Acquire(ctx, conn, "x", "installer", time.Minute, nil); err != nil || !g.Acquired {
+		t.Errorf("acquire after the refused attack: %+v %v", g, err)
 	}
 }
 
@@ -133,7 +134,7 @@ func TestOtherRolesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close(ctx)
-	_, err = other.Exec(ctx, "SELECT * FROM lease.acquire('x', 'other', interval '1 minute')")
+	_, err = leaseclient.Acquire(ctx, other, "x", "other", time.Minute, nil)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" {
 		t.Errorf("a role without EXECUTE: %v; want 42501", err)
@@ -144,8 +145,7 @@ func TestOtherRolesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close(ctx)
-	var ok bool
-	if err := app.QueryRow(ctx, "SELECT acquired FROM lease.acquire('x', 'app', interval '1 minute')").Scan(&ok); err != nil || !ok {
-		t.Errorf("the granted role: %v %v", ok, err)
+	if g, err := leaseclient.Acquire(ctx, app, "x", "app", time.Minute, nil); err != nil || !g.Acquired {
+		t.Errorf("the granted role: %+v %v", g, err)
 	}
 }
