@@ -243,3 +243,22 @@ func TestDebNeedsAnAptRepository(t *testing.T) {
 		t.Errorf("--deb with --rpm: exit %d, %q", code, errs)
 	}
 }
+
+// TestBuildWithDpkg builds PostgreSQL 15's packages with both native tools
+// (make deps installs rpm, dpkg-dev, debhelper and postgresql-server-dev-15).
+func TestBuildWithDpkg(t *testing.T) {
+	testenv.Tools(t, "rpmbuild", "dpkg-buildpackage", "pg_buildext")
+	out := filepath.Join(t.TempDir(), "dist")
+	code, stdout, errs := run(t, "build", "--out", out, "--pg", "15", "--builder", "rpmbuild,dpkg")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
+	}
+	for _, want := range []string{"pg_lease_15-0.1.0-1PGSTY.el9.noarch.rpm and pg_lease_15-0.1.0-1PGSTY.el9.src.rpm (rpmbuild)", "postgresql-15-pg-lease_0.1.0-1PGSTY~bookworm_all.deb (dpkg)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "apt/pool/main/p/pg-lease/postgresql-15-pg-lease_0.1.0-1PGSTY~bookworm_all.deb")); err != nil {
+		t.Error(err)
+	}
+}

@@ -44,3 +44,14 @@ func TestELArch(t *testing.T) {
 		}
 	}
 }
+
+func TestDebVersion(t *testing.T) {
+	for suffix, want := range map[string]string{"PGSTY": "0.1.0-1PGSTY~bookworm", "PIGSTY": "0.1.0-1PIGSTY~bookworm", "PGDG": "0.1.0-1.pgdg120+1"} {
+		if got := Packages.DebVersion("0.1.0", 1, suffix); got != want {
+			t.Errorf("DebVersion(%s) = %q, want %q", suffix, got, want)
+		}
+	}
+	if got := PgLease.DebPackage(17); got != "postgresql-17-pg-lease" {
+		t.Errorf("DebPackage(17) = %q", got)
+	}
+}
