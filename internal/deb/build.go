@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -24,17 +23,8 @@ const (
 	Dpkg   = "dpkg" // dpkg-buildpackage on the source tree
 )
 
-// Options configure Build.
-type Options struct {
-	Ext     model.Extension
-	Pkg     model.Packaging
-	Src     fs.FS
-	Majors  []int
-	Suffix  string
-	Builder string    // PureGo or Dpkg
-	Time    time.Time // SOURCE_DATE_EPOCH
-	Step    func(format string, args ...any)
-}
+// Options configure Build; Builder is one of the builders above.
+type Options = dist.Options
 
 // Build makes the deb of every major and the apt repository tree, in
 // memory.

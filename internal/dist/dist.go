@@ -96,6 +96,18 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 	return files, nil
 }
 
+// Options configure a package builder (rpm.Build, deb.Build).
+type Options struct {
+	Ext     model.Extension
+	Pkg     model.Packaging
+	Src     fs.FS
+	Majors  []int
+	Suffix  string    // release suffix, e.g. PGSTY
+	Builder string    // the builder's own name for how to write the packages
+	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
+	Step    func(format string, args ...any)
+}
+
 // Artifact is one file a build wrote, as build's summary and --json
 // describe it.
 type Artifact struct {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -26,17 +25,8 @@ const (
 	Rpmbuild = "rpmbuild" // the rendered spec through rpmbuild
 )
 
-// Options configure Build.
-type Options struct {
-	Ext     model.Extension
-	Pkg     model.Packaging
-	Src     fs.FS
-	Majors  []int
-	Suffix  string    // release suffix, e.g. PGSTY
-	Builder string    // PureGo or Rpmbuild
-	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
-	Step    func(format string, args ...any)
-}
+// Options configure Build; Builder is one of the builders above.
+type Options = dist.Options
 
 // Artifact is one file a build wrote.
 type Artifact = dist.Artifact
