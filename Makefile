@@ -127,8 +127,8 @@ rpm-proof:
 	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
 
-# The debs as users get them: on each major's Debian 12 image (Debian's own
-# postgresql-15; stand-ins of the pinned builds for the others)
+# The debs as users get them: on each major's Debian image (Debian's own
+# postgresql-15, -17, -18; stand-ins of the pinned builds for 14 and 16)
 # `apt-get install -y postgresql-N-pg-lease`, both suites, `apt-get purge`.
 deb-proof:
 	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
 
@@ -19,13 +20,14 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 )
 
-// DebianRepository holds the images of the deb install proof: Debian 12
-// with apt and a local apt repository offering postgresql-N, and nothing
-// of that server installed until apt installs it. Where Debian 12 itself
-// ships the major (15), the repository holds Debian's own packages (the
-// server and every package it needs that the image lacks); for the other
-// majors it holds a postgresql-N deb built from the pinned server build in
-// Debian's layout.
+// DebianRepository holds the images of the deb install proof: Debian with
+// apt and a local apt repository offering postgresql-N, and nothing of that
+// server installed until apt installs it. Where Debian itself ships the
+// major (15 in bookworm, 17 in trixie, 18 in sid) the image is that
+// release and the repository holds Debian's own packages (the server and
+// every package it needs that the image lacks); for 14 and 16 it is Debian
+// 12 with a postgresql-N deb built from the pinned server build in Debian's
+// layout.
 const DebianRepository = "pglease/debian"
 
 // DebianTag is the deb proof's image of a major, e.g. pglease/debian:17.
@@ -34,31 +36,75 @@ func DebianTag(major int) string { return fmt.Sprintf("%s:%d", DebianRepository,
 // AptStandin is where the image's local apt repository sits.
 const AptStandin = "/srv/debian-standin"
 
-// debianShips are the majors whose server package Debian 12 ships.
-var debianShips = map[int]bool{15: true}
+// debianShips are the majors whose server package Debian itself ships,
+// with the release that ships it: their images are that release with
+// Debian's own postgresql-N.
+var debianShips = map[int]string{15: "bookworm", 17: "trixie", 18: "sid"}
 
-// debianVersion is the version of Debian's postgresql-N that the image
-// offers, "" for a stand-in; apt on this machine knows it.
-func debianVersion(ctx context.Context, major int) (string, error) {
-	if !debianShips[major] {
-		return "", nil
+// aptFor is how this machine's apt looks at a Debian release: a private
+// configuration and state under the cache, its package lists fetched once
+// per hour at most. The options make apt-get and apt-cache use it.
+func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
+	dir := filepath.Join(o.CacheDir, "apt-"+suite)
+	for _, d := range []string{"lists/partial", "archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
 	}
-	name := model.DebServerPackage(major)
-	out, err := exec.CommandContext(ctx, "apt-cache", "show", "--no-all-versions", name).Output()
+	list := filepath.Join(dir, "sources.list")
+	// a stable release with its point-release updates and security fixes,
+	// as a Debian host is set up (the security archive sits beside the main
+	// one: deb.debian.org/debian-security)
+	key := "[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"
+	lines := fmt.Sprintf("deb %s %s %s main\n", key, o.Mirror, suite)
+	if suite != "sid" {
+		lines += fmt.Sprintf("deb %s %s %s-updates main\ndeb %s %s-security %s-security main\n", key, o.Mirror, suite, key, o.Mirror, suite)
+	}
+	if err := os.WriteFile(list, []byte(lines), 0o644); err != nil {
+		return nil, err
+	}
+	status := filepath.Join(dir, "empty.status")
+	if _, err := os.Stat(status); err != nil {
+		if err := os.WriteFile(status, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	opts := []string{"-o", "Dir::Etc::sourcelist=" + list, "-o", "Dir::Etc::sourceparts=-",
+		"-o", "Dir::State::lists=" + filepath.Join(dir, "lists"), "-o", "Dir::Cache=" + dir,
+		"-o", "Dir::Cache::archives=" + filepath.Join(dir, "archives"), "-o", "Dir::State::status=" + status,
+		"-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"}
+	stamp := filepath.Join(dir, "updated")
+	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < time.Hour {
+		return opts, nil
+	}
+	out, err := exec.CommandContext(ctx, "apt-get", append(opts, "-qq", "update")...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("apt-cache show %s: %w (run apt-get update; make deps does)", name, err)
+		return nil, fmt.Errorf("apt-get update for %s: %w\n%s", suite, err, out)
+	}
+	return opts, os.WriteFile(stamp, nil, 0o644)
+}
+
+// debianVersion is the version of a package in a Debian release.
+func debianVersion(ctx context.Context, o Options, suite, name string) (string, error) {
+	opts, err := aptFor(ctx, o, suite)
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, "apt-cache", append(opts, "show", "--no-all-versions", name)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("apt-cache show %s in %s: %w", name, suite, err)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(l, "Version: "); ok {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("apt-cache show %s: no version", name)
+	return "", fmt.Errorf("apt-cache show %s in %s: no version", name, suite)
 }
 
 // officialNodes are the layer of the matrix images (pglease/postgres:N):
 // the server in the official images' layout, from Debian's own package
-// where Debian 12 ships the major (installed by officialRun from a
+// where Debian ships the major (installed by officialRun from a
 // repository of the downloaded packages), from the pinned build otherwise.
 func officialNodes(b env, r recipe) ([]node, error) {
 	if r.Debian == "" {
@@ -89,7 +135,7 @@ func debianNodes(b env, r recipe) ([]node, error) {
 	var debs map[string][]byte
 	var err error
 	if r.Debian != "" {
-		debs, err = debianDebs(b, model.DebServerPackage(major)+"="+r.Debian)
+		debs, err = debianDebs(b, r.Suite, model.DebServerPackage(major)+"="+r.Debian)
 	} else {
 		debs, err = standinDeb(b, r)
 	}
@@ -142,20 +188,22 @@ func standinDeb(b env, r recipe) (map[string][]byte, error) {
 // debianDebs downloads, with this machine's apt, the Debian packages that
 // installing want into the base image needs: want and each dependency the
 // image does not have (apt reads the image's own dpkg status).
-func debianDebs(b env, want string) (map[string][]byte, error) {
+func debianDebs(b env, suite, want string) (map[string][]byte, error) {
+	opts, err := aptFor(b.ctx, b.o, suite)
+	if err != nil {
+		return nil, err
+	}
 	status, err := readFromImage(b.c, b.baseRef, "/var/lib/dpkg/status")
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.o.CacheDir, "debian-debs")
-	if err := os.MkdirAll(filepath.Join(dir, "partial"), 0o755); err != nil {
-		return nil, err
-	}
+	dir := filepath.Join(b.o.CacheDir, "apt-"+suite)
 	statusFile := filepath.Join(dir, "base.status")
 	if err := os.WriteFile(statusFile, status, 0o644); err != nil {
 		return nil, err
 	}
-	b.say("downloading %s and what the base image lacks for it, with apt", want)
+	opts = append(opts, "-o", "Dir::State::status="+statusFile) // the last one counts
+	b.say("downloading %s from %s and what the base image lacks for it, with apt", want, suite)
 	// apt leaves out of --print-uris what its archive directory already
 	// holds: ask with an empty one, so the list is complete
 	empty, err := os.MkdirTemp("", "pglease-apt-")
@@ -164,9 +212,8 @@ func debianDebs(b env, want string) (map[string][]byte, error) {
 	}
 	defer os.RemoveAll(empty)
 	os.Mkdir(filepath.Join(empty, "partial"), 0o755)
-	cmd := exec.CommandContext(b.ctx, "apt-get", "install", "--download-only", "--print-uris", "-y", "-qq", "--no-install-recommends",
-		"-o", "Dir::State::status="+statusFile, "-o", "Dir::Cache::archives="+empty, "-o", "Debug::NoLocking=1", want)
-	out, err := cmd.CombinedOutput()
+	out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, "-o", "Dir::Cache::archives="+empty,
+		"install", "--download-only", "--print-uris", "-y", "-qq", "--no-install-recommends", want)...).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("apt-get install --print-uris %s: %w\n%s", want, err, out)
 	}
@@ -181,15 +228,12 @@ func debianDebs(b env, want string) (map[string][]byte, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("apt-get names no package to download for %s:\n%s", want, out)
 	}
-	cmd = exec.CommandContext(b.ctx, "apt-get", "install", "--download-only", "-y", "-qq", "--no-install-recommends",
-		"-o", "Dir::State::status="+statusFile, "-o", "Dir::Cache::archives="+dir, "-o", "Debug::NoLocking=1",
-		"-o", "APT::Sandbox::User=root", want)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, "install", "--download-only", "-y", "-qq", "--no-install-recommends", want)...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("apt-get install --download-only %s: %w\n%s", want, err, out)
 	}
 	debs := map[string][]byte{}
 	for _, n := range names {
-		if debs[n], err = os.ReadFile(filepath.Join(dir, n)); err != nil {
+		if debs[n], err = os.ReadFile(filepath.Join(dir, "archives", n)); err != nil {
 			return nil, err
 		}
 	}

@@ -57,12 +57,24 @@ const (
 // psql, so Debian's postgresql-client-15 provides it (pg_regress runs
 // whatever psql is in --bindir), and its libpq5 serves the drivers. dnf and
 // rpm are for the EL9 stand-ins, where packages are installed with dnf.
-var base = struct {
+var base = baseRecipe{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5", "dnf", "rpm"}, 999}
+
+// baseRecipe is what a base root file system is made from.
+type baseRecipe struct {
 	Suite    string
 	Variant  string
 	Packages []string
 	UID      int // the postgres user, as in the official images
-}{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5", "dnf", "rpm"}, 999}
+}
+
+// suiteBase is the base of the images that install a Debian release's own
+// server package: that release's minbase; apt brings the rest.
+func suiteBase(suite string) baseRecipe {
+	if suite == base.Suite {
+		return base
+	}
+	return baseRecipe{suite, "minbase", nil, base.UID}
+}
 
 // psqlMajor is the major of the psql that base installs.
 const psqlMajor = 15
@@ -98,7 +110,7 @@ func Build(ctx context.Context, c *dc.Client, o Options) error {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Progress, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	baseRef, err := ensureBase(ctx, c, o, say)
+	baseRef, err := ensureBase(ctx, c, o, base, say)
 	if err != nil {
 		return err
 	}
@@ -121,8 +133,11 @@ func hashOf(v any) string {
 
 // ensureBase imports the Debian root file system when no image of the
 // current base recipe exists.
-func ensureBase(ctx context.Context, c *dc.Client, o Options, say func(string, ...any)) (string, error) {
+func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, say func(string, ...any)) (string, error) {
 	ref := baseRepo + ":" + hashOf([]any{baseVersion, base})
+	if base.Suite != "bookworm" || len(base.Packages) == 0 {
+		ref = baseRepo + ":" + base.Suite + "-" + hashOf([]any{baseVersion, base})
+	}
 	if _, ok, err := docker.Image(c, ref); err != nil || ok {
 		return ref, err
 	}
@@ -141,7 +156,7 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, say func(string, .
 	}
 	defer os.RemoveAll(work)
 	root := filepath.Join(work, "root")
-	logPath := filepath.Join(o.CacheDir, "debootstrap.log")
+	logPath := filepath.Join(o.CacheDir, "debootstrap-"+base.Suite+".log")
 	say("debootstrap %s (%s) from %s; log in %s", base.Suite, strings.Join(base.Packages, ", "), o.Mirror, logPath)
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -156,7 +171,11 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, say func(string, .
 		}
 		return nil
 	}
-	if err := run("debootstrap", "--variant="+base.Variant, "--include="+strings.Join(base.Packages, ","), base.Suite, root, o.Mirror); err != nil {
+	args := []string{"--variant=" + base.Variant}
+	if len(base.Packages) > 0 {
+		args = append(args, "--include="+strings.Join(base.Packages, ","))
+	}
+	if err := run("debootstrap", append(args, base.Suite, root, o.Mirror)...); err != nil {
 		return "", err
 	}
 	uid := fmt.Sprint(base.UID)
@@ -214,6 +233,7 @@ type recipe struct {
 	PsqlMajor    int
 	Family       string
 	Debian       string `json:",omitempty"` // the Debian server package's version, when the image offers Debian's own
+	Suite        string `json:",omitempty"` // and the Debian release it comes from
 }
 
 // env is what a family's nodes are made with.
@@ -232,9 +252,13 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		return err
 	}
 	for _, fam := range families {
-		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, ""}
-		if fam.name != "el9" {
-			if r.Debian, err = debianVersion(ctx, major); err != nil {
+		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, "", ""}
+		if suite := debianShips[major]; suite != "" && fam.name != "el9" {
+			r.Suite = suite
+			if r.Base, err = ensureBase(ctx, c, o, suiteBase(suite), say); err != nil {
+				return err
+			}
+			if r.Debian, err = debianVersion(ctx, o, suite, model.DebServerPackage(major)); err != nil {
 				return err
 			}
 		}
@@ -252,13 +276,13 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			if err != nil {
 				return nil, err
 			}
-			nodes, err := fam.nodes(env{ctx, c, o, baseRef, tgz, say}, r)
+			nodes, err := fam.nodes(env{ctx, c, o, r.Base, tgz, say}, r)
 			if err != nil {
 				return nil, err
 			}
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
-				"Base": baseRef, "Major": major, "Release": srv.Release(), "BinDir": r.Layout.BinDir,
+				"Base": r.Base, "Major": major, "Release": cmpOr(r.Debian, srv.Release()), "BinDir": r.Layout.BinDir,
 				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian, "Run": run,
 			})
 			if err != nil {
@@ -518,4 +542,12 @@ func eachEntry(tgz string, fn func(*tar.Header, io.Reader) error) error {
 			return err
 		}
 	}
+}
+
+// cmpOr is the first of its arguments that is not empty.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

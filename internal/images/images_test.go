@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -146,5 +148,23 @@ func TestSecondBuildDoesNothing(t *testing.T) {
 	}
 	if after.ID != before.ID || !strings.Contains(out.String(), "pglease/postgres:17 is up to date") || strings.Contains(out.String(), "download") {
 		t.Errorf("a second build changed something: image %s -> %s\n%s", before.ID, after.ID, out.String())
+	}
+}
+
+// TestDebianShipsTheseMajors asks each Debian release the images take a
+// server from (with this machine's apt, in a private state directory) for
+// its postgresql-N: each has one, of that major.
+func TestDebianShipsTheseMajors(t *testing.T) {
+	testenv.Tools(t, "apt-get", "apt-cache")
+	o := Options{CacheDir: t.TempDir(), Mirror: DefaultMirror}
+	for major, suite := range debianShips {
+		v, err := debianVersion(context.Background(), o, suite, model.DebServerPackage(major))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(v, fmt.Sprintf("%d.", major)) {
+			t.Errorf("%s offers postgresql-%d at %q", suite, major, v)
+		}
+		t.Logf("%s: postgresql-%d %s", suite, major, v)
 	}
 }
