@@ -17,7 +17,7 @@
 #                             bench/results/latest.{md,png} (about 10 minutes)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
-#   make deb-proof            the same with the debs, apt-get and Debian 12
+#   make deb-proof            the same with the debs and apt-get on Debian
 #   make docker               install and start a Docker engine if none answers
 #   make results              copy the last suite results over the expected
 #                             files, for a human to review with git diff
