@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,25 +51,16 @@ func ParseBuilders(s string) ([]string, error) {
 	return out, nil
 }
 
-func has(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Build makes everything build writes, with SHA256SUMS over it.
 func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error) {
 	if len(o.Majors) == 0 {
 		return nil, nil, errors.New("no PostgreSQL majors to build for")
 	}
 	rb, db := rpm.PureGo, deb.PureGo
-	if has(o.Builders, rpm.Rpmbuild) {
+	if slices.Contains(o.Builders, rpm.Rpmbuild) {
 		rb = rpm.Rpmbuild
 	}
-	if has(o.Builders, deb.Dpkg) {
+	if slices.Contains(o.Builders, deb.Dpkg) {
 		db = deb.Dpkg
 	}
 	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step})

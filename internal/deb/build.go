@@ -1,6 +1,7 @@
 package deb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		}
 		debs[p.FileName()] = b
 		majorOf[p.FileName()] = major
-		step("PostgreSQL %d: %s (%s)", major, p.FileName(), builderName(o.Builder))
+		step("PostgreSQL %d: %s (%s)", major, p.FileName(), cmp.Or(o.Builder, PureGo))
 	}
 	files, err := Repo(o.Pkg, o.Ext.DebSource(), debs, o.Time)
 	if err != nil {
@@ -85,13 +86,6 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	}
 	step("apt repository %s: %d packages for %s", RepoDir, len(debs), strings.Join(o.Pkg.DebArches, ", "))
 	return files, arts, nil
-}
-
-func builderName(b string) string {
-	if b == "" {
-		return PureGo
-	}
-	return b
 }
 
 // RunDpkg builds the debs of the majors from the source tarball as a

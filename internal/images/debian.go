@@ -188,7 +188,16 @@ func standinDeb(b env, r recipe) (map[string][]byte, error) {
 // debianDebs downloads, with this machine's apt, the Debian packages that
 // installing want into the base image needs: want and each dependency the
 // image does not have (apt reads the image's own dpkg status).
-func debianDebs(b env, suite, want string) (map[string][]byte, error) {
+func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
+	key := suite + " " + want
+	if d, ok := b.debs[key]; ok {
+		return d, nil
+	}
+	defer func() {
+		if err == nil {
+			b.debs[key] = debs
+		}
+	}()
 	opts, err := aptFor(b.ctx, b.o, suite)
 	if err != nil {
 		return nil, err
@@ -231,7 +240,7 @@ func debianDebs(b env, suite, want string) (map[string][]byte, error) {
 	if out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, "install", "--download-only", "-y", "-qq", "--no-install-recommends", want)...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("apt-get install --download-only %s: %w\n%s", want, err, out)
 	}
-	debs := map[string][]byte{}
+	debs = map[string][]byte{}
 	for _, n := range names {
 		if debs[n], err = os.ReadFile(filepath.Join(dir, "archives", n)); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -244,6 +245,9 @@ type env struct {
 	baseRef string
 	tgz     string // the pinned npm server build
 	say     func(string, ...any)
+	// debs keeps the Debian packages downloaded for one major, which its
+	// two Debian images share (key: release and package=version)
+	debs map[string]map[string][]byte
 }
 
 func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, major int, say func(string, ...any)) error {
@@ -251,6 +255,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	if err != nil {
 		return err
 	}
+	debs := map[string]map[string][]byte{}
 	for _, fam := range families {
 		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, "", ""}
 		if suite := debianShips[major]; suite != "" && fam.name != "el9" {
@@ -276,13 +281,13 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			if err != nil {
 				return nil, err
 			}
-			nodes, err := fam.nodes(env{ctx, c, o, r.Base, tgz, say}, r)
+			nodes, err := fam.nodes(env{ctx, c, o, r.Base, tgz, say, debs}, r)
 			if err != nil {
 				return nil, err
 			}
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
-				"Base": r.Base, "Major": major, "Release": cmpOr(r.Debian, srv.Release()), "BinDir": r.Layout.BinDir,
+				"Base": r.Base, "Major": major, "Release": cmp.Or(r.Debian, srv.Release()), "BinDir": r.Layout.BinDir,
 				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian, "Run": run,
 			})
 			if err != nil {
@@ -542,12 +547,4 @@ func eachEntry(tgz string, fn func(*tar.Header, io.Reader) error) error {
 			return err
 		}
 	}
-}
-
-// cmpOr is the first of its arguments that is not empty.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package rpm
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,7 +104,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			files[name] = bin
 			arts = append(arts, Artifact{Path: name, Kind: "rpm", Major: major, Arch: arch})
 		}
-		step("PostgreSQL %d: %s and %s (%s)", major, p.FileName(), p.SourceRPM(), builderName(o.Builder))
+		step("PostgreSQL %d: %s and %s (%s)", major, p.FileName(), p.SourceRPM(), cmp.Or(o.Builder, PureGo))
 	}
 	for _, arch := range o.Pkg.Arches {
 		md, err := Repodata(infos, int(o.Time.Unix()))
@@ -120,13 +121,6 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 		step("repository %s: %d packages", RepoDir(o.Pkg, arch), len(infos))
 	}
 	return files, arts, nil
-}
-
-func builderName(b string) string {
-	if b == "" {
-		return PureGo
-	}
-	return b
 }
 
 // runRpmbuild builds p's binary and source RPM from the spec with

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -11,10 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
-	"github.com/pglease/pglease-gen/internal/suite"
 )
 
 // repoInContainer is where the package repository is copied.
@@ -87,63 +84,4 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 			return noneLeft(ctx, root, "dnf remove", files)
 		}, nil
 	}
-}
-
-// tarDir packs the directory dir (its contents, not dir itself).
-func tarDir(dir string) ([]byte, error) {
-	var tb docker.Tar
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		if d.IsDir() {
-			return tb.Dir(filepath.ToSlash(rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return tb.File(filepath.ToSlash(rel), 0o644, b)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pack %s: %w", dir, err)
-	}
-	return tb.Bytes()
-}
-
-// uploadFile writes one file into dir on the target, making dir.
-func uploadFile(ctx context.Context, t Target, dir, name string, body []byte) error {
-	var tb docker.Tar
-	if err := tb.File(name, 0o644, body); err != nil {
-		return err
-	}
-	b, err := tb.Bytes()
-	if err != nil {
-		return err
-	}
-	if err := Must(ctx, t.Root(), "mkdir", "-p", dir); err != nil {
-		return err
-	}
-	return t.Upload(ctx, dir, b)
-}
-
-// noneLeft fails when any of files still exists on the target after what
-// removed the package.
-func noneLeft(ctx context.Context, root suite.Executor, what string, files []string) error {
-	var left []string
-	for _, f := range files {
-		if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
-			return err
-		} else if code == 0 {
-			left = append(left, f)
-		}
-	}
-	if len(left) > 0 {
-		return errors.New(what + " left files behind: " + strings.Join(left, " "))
-	}
-	return nil
 }

@@ -2,12 +2,17 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/suite"
 )
 
 // CopyFiles is the installer of a plain run: it renders the extension and
@@ -34,4 +39,63 @@ func CopyFiles(ext model.Extension, src fs.FS) Installer {
 		}
 		return nil, errPermission(t.Upload(ctx, l.ExtensionDir(), archive), l.ExtensionDir())
 	}
+}
+
+// tarDir packs the directory dir (its contents, not dir itself).
+func tarDir(dir string) ([]byte, error) {
+	var tb docker.Tar
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if d.IsDir() {
+			return tb.Dir(filepath.ToSlash(rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return tb.File(filepath.ToSlash(rel), 0o644, b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return tb.Bytes()
+}
+
+// uploadFile writes one file into dir on the target, making dir.
+func uploadFile(ctx context.Context, t Target, dir, name string, body []byte) error {
+	var tb docker.Tar
+	if err := tb.File(name, 0o644, body); err != nil {
+		return err
+	}
+	b, err := tb.Bytes()
+	if err != nil {
+		return err
+	}
+	if err := Must(ctx, t.Root(), "mkdir", "-p", dir); err != nil {
+		return err
+	}
+	return t.Upload(ctx, dir, b)
+}
+
+// noneLeft fails when any of files still exists on the target after what
+// removed the package.
+func noneLeft(ctx context.Context, root suite.Executor, what string, files []string) error {
+	var left []string
+	for _, f := range files {
+		if _, _, code, err := root.Run(ctx, []string{"test", "-e", f}); err != nil {
+			return err
+		} else if code == 0 {
+			left = append(left, f)
+		}
+	}
+	if len(left) > 0 {
+		return errors.New(what + " left files behind: " + strings.Join(left, " "))
+	}
+	return nil
 }
