@@ -13,6 +13,7 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/suite"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
@@ -107,5 +108,44 @@ func TestRunLocalRefusesTheSourceTree(t *testing.T) {
 	}
 	if _, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: pglease.Files}, &out); err == nil || !strings.Contains(err.Error(), "no results directory") {
 		t.Errorf("no results directory: err = %v", err)
+	}
+}
+
+// TestInstallerCheckFailsTheRun runs the suites on this machine with an
+// installer whose check (what an uninstall proof does afterwards) fails:
+// the suites pass, and Run reports the check's failure.
+func TestInstallerCheckFailsTheRun(t *testing.T) {
+	testenv.Server(t)
+	ctx := context.Background()
+	inst, err := pgserver.FindInstall(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := NewHost(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	tests, err := suite.AllTests(pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suites, err := SuitesArchive(pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFiles := CopyFiles(model.PgLease, pglease.Files)
+	install := func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
+		if _, err := copyFiles(ctx, t, stage); err != nil {
+			return nil, err
+		}
+		return func(context.Context) error { return errors.New("removal left files behind: /x") }, nil
+	}
+	out, err := Run(ctx, host, Options{Tests: tests, Suites: suites, Install: install})
+	if !out.Result.Passed() {
+		t.Fatalf("the suites failed: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "removal left files behind: /x") {
+		t.Errorf("Run = %v; want the check's failure", err)
 	}
 }

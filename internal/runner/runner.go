@@ -82,12 +82,13 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	l, root, srv := t.Layout(), t.Root(), t.Server()
 	if o.Install != nil {
 		stage("installing")
-		check, err := o.Install(ctx, t, stage)
-		if err != nil {
-			return out, fmt.Errorf("install: %w", err)
+		check, ierr := o.Install(ctx, t, stage)
+		if ierr != nil {
+			return out, fmt.Errorf("install: %w", ierr)
 		}
 		if check != nil {
-			// the check (an uninstall, say) runs however the rest ends
+			// the check (an uninstall, say) runs however the rest ends;
+			// its error joins Run's own (the named result)
 			defer func() { err = errors.Join(err, check(ctx)) }()
 		}
 	}
