@@ -4,13 +4,15 @@
 # debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
 # for the RPM tests, dpkg-dev, debhelper, lintian and PostgreSQL 15's
 # server-dev package for the deb builder and its tests, redis-server for the
-# benchmark's peer, and Go's module cache (of both modules). The Docker
+# benchmark's peer, qemu-user-static for the arm64 containers (registering
+# its handler), and Go's module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
 need=()
 for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server \
-  dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils; do
+  dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
+  qemu-user-static binfmt-support; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -26,6 +28,12 @@ if [ ${#need[@]} -gt 0 ]; then
   grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf ||
     echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf
   apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+# arm64 containers run under qemu: its handler must be registered with the
+# kernel (Debian's package registers it with the F flag, which containers need)
+if [ "$(uname -m)" = x86_64 ] && [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  update-binfmts --enable qemu-aarch64
 fi
 command -v go >/dev/null || { echo "deps: go is not on PATH (expected /usr/local/go/bin)" >&2; exit 1; }
 go mod download

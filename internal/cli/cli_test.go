@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -114,7 +115,9 @@ func TestTestInDocker(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, want := range []string{"pg15: regress (7 tests)", "pg15  ok     PostgreSQL 15.", "\n1 passed, 0 failed (PostgreSQL 15)\n", "JUnit report: " + report} {
+	for _, want := range []string{"pg15: regress (7 tests)", "pg15  ok     PostgreSQL 15.", " " + model.ELArch(runtime.GOARCH) + " ",
+		"PostgreSQL 15.", " on " + model.ELArch(runtime.GOARCH) + "-", // version()
+		"\n1 passed, 0 failed, 0 skipped (PostgreSQL 15)\n", "JUnit report: " + report} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -134,11 +137,36 @@ func TestTestUsageErrors(t *testing.T) {
 		{[]string{"test", "--pg", "17", "--local"}, "none of the others can be"},
 		{[]string{"test", "--pg", "17", "--jobs", "0"}, "--jobs must be at least 1"},
 		{[]string{"test", "--pg", "16,99", "--image", "pglease/postgres"}, "unsupported PostgreSQL major \"99\""},
+		{[]string{"test", "--pg", "16", "--arch", "sparc"}, `unknown architecture "sparc": use one of amd64 (x86_64), arm64 (aarch64)`},
+		{[]string{"test", "--local", "--arch", "arm64"}, "none of the others can be"},
+		{[]string{"images", "--pg", "16", "--arch", "s390x"}, `unknown architecture "s390x"`},
+		{[]string{"images", "--pg", "14", "--arch", "aarch64"}, "no server build of PostgreSQL 14 for arm64 here"},
 	} {
 		code, _, errs := run(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestNoArm64Build14 needs no Docker: on arm64 the local images cannot
+// have PostgreSQL 14, so it is skipped, said so and counted; named
+// explicitly it fails the run.
+func TestNoArm64Build14(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "junit.xml")
+	code, out, errs := run(t, "test", "--pg", "14", "--arch", "aarch64", "--image", "pglease/el9", "--results", dir, "--junit", report)
+	if code != ExitFailure || !strings.Contains(errs, "PostgreSQL 14 was named but cannot run here for arm64") {
+		t.Errorf("--pg 14: exit %d, stderr %q; want exit 1 saying 14 cannot run", code, errs)
+	}
+	for _, want := range []string{"pg14  skip   no server build of PostgreSQL 14 for arm64 here", "--image REPO (the tag is 14-arm64)",
+		"\n0 passed, 0 failed, 1 skipped (PostgreSQL 14)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`<testsuite name="pg14.regress" tests="1" failures="0" errors="0" skipped="1"`)) {
+		t.Errorf("JUnit report: %v\n%s", err, b)
 	}
 }
 

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -10,20 +14,33 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 )
 
-type imagesCmd struct{ pg, cache string }
+type imagesCmd struct{ pg, cache, arch string }
 
 func newImages() *cobra.Command {
 	c := &imagesCmd{}
 	cmd := &cobra.Command{
 		Use:   "images",
 		Short: "Build local stand-ins for the official postgres:N images",
-		Long: "Build " + images.Repository + ":N for each major from a Debian 12 root file system\n" +
-			"(debootstrap, as root) and the pinned PostgreSQL server builds of the npm\n" +
-			"registry, with the official images' layout. Images whose recipe has not\n" +
-			"changed are left alone. Use them with: pglease-gen test --image " + images.Repository,
-		Args: cobra.NoArgs,
+		Long: "Build " + images.Repository + ":N, " + images.EL9Repository + ":N and " + images.DebianRepository + ":N for each major\n" +
+			"from Debian root file systems (debootstrap, as root), Debian's own server\n" +
+			"packages where Debian ships the major and the pinned PostgreSQL server builds\n" +
+			"of the npm registry otherwise, with the official images' layout. Images whose\n" +
+			"recipe has not changed are left alone. Use them with: pglease-gen test --image " + images.Repository + "\n\n" +
+			"--arch arm64 builds the arm64 twins, tagged N-arm64, under qemu's emulation\n" +
+			"(slow: several minutes per root file system). No arm64 build of PostgreSQL 14\n" +
+			"exists here: --pg all leaves it out and says so; --pg 14 is an error.",
+		Example: "  pglease-gen images --pg all\n  pglease-gen images --pg 16 --arch aarch64",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			arch, err := model.ParseArch(c.arch)
+			if err != nil {
+				return err
+			}
 			majors, err := model.PgLease.ParseMajors(c.pg)
+			if err != nil {
+				return err
+			}
+			majors, err = buildable(majors, arch, c.pg == "all", cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -32,11 +49,31 @@ func newImages() *cobra.Command {
 				return err
 			}
 			return images.Build(cmd.Context(), pool.Client, images.Options{
-				Majors: majors, CacheDir: c.cache, Mirror: os.Getenv("PGLEASE_DEBIAN_MIRROR"), Progress: cmd.OutOrStdout(),
+				Majors: majors, Arch: arch, CacheDir: c.cache, Mirror: os.Getenv("PGLEASE_DEBIAN_MIRROR"), Progress: cmd.OutOrStdout(),
 			})
 		},
 	}
 	cmd.Flags().StringVar(&c.pg, "pg", "all", "majors to build: 17, 14,16 or all")
+	cmd.Flags().StringVar(&c.arch, "arch", runtime.GOARCH, "architecture: amd64 (x86_64) or arm64 (aarch64)")
 	cmd.Flags().StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir, pglease-gen)")
 	return cmd
+}
+
+// buildable drops the majors that have no server build for arch, saying
+// so, when the user asked for all of them; a major named explicitly that
+// has none is an error.
+func buildable(majors []int, arch string, all bool, w io.Writer) ([]int, error) {
+	var keep []int
+	for _, m := range majors {
+		_, err := images.ServerFor(m, arch)
+		switch {
+		case err == nil:
+			keep = append(keep, m)
+		case errors.Is(err, images.ErrNoBuild) && all:
+			fmt.Fprintf(w, "skipping PostgreSQL %d for %s: %v\n", m, arch, err)
+		default:
+			return nil, err
+		}
+	}
+	return keep, nil
 }

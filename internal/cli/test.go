@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,7 @@ type testCmd struct {
 	results  string
 	rpm      string
 	deb      string
+	arch     string
 }
 
 func newTest() *cobra.Command {
@@ -50,9 +52,14 @@ func newTest() *cobra.Command {
 			"With --local, install the rendered extension into the PostgreSQL found by\n" +
 			"pg_config and run both suites against a throwaway server on this machine.\n\n" +
 			"Exit status: 0 all passed, 1 a test failed or a suite could not run, 2 usage\n" +
-			"or setup error (no Docker daemon, missing image).",
+			"or setup error (no Docker daemon, missing image).\n\n" +
+			"--arch arm64 (or aarch64) runs arm64 images, tagged MAJOR-arm64, under qemu's\n" +
+			"emulation; --rpm then installs from el9.aarch64 and --deb from binary-arm64.\n" +
+			"The local images have no arm64 PostgreSQL 14: --pg all skips it and says so\n" +
+			"(the exit status counts only failures); --pg 14 fails.",
 		Example: "  pglease-gen test --pg all\n" +
 			"  pglease-gen test --pg 14,17 --image pglease/postgres --junit build/junit.xml\n" +
+			"  pglease-gen test --pg 16 --arch aarch64 --rpm dist\n" +
 			"  pglease-gen test --local --pg-config /usr/lib/postgresql/15/bin/pg_config",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
@@ -74,7 +81,9 @@ func newTest() *cobra.Command {
 	f.StringVar(&c.rpm, "rpm", "", "install with `dnf install -y pg_lease_N` from this repository (a tree of pglease-gen build,\n"+
 		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
 		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
+	f.StringVar(&c.arch, "arch", runtime.GOARCH, "architecture of the images: amd64 (x86_64) or arm64 (aarch64)")
 	cmd.MarkFlagsMutuallyExclusive("local", "pg")
+	cmd.MarkFlagsMutuallyExclusive("local", "arch")
 	f.StringVar(&c.deb, "deb", "", "install with `apt-get install -y postgresql-N-pg-lease` from this apt repository (pglease-gen build's\n"+
 		"output or its apt/), in the pglease/debian:N images, run the suites, then apt-get purge")
 	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
@@ -103,12 +112,16 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	if c.jobs < 1 {
 		return fmt.Errorf("--jobs must be at least 1, not %d", c.jobs)
 	}
+	arch, err := model.ParseArch(c.arch)
+	if err != nil {
+		return err
+	}
 	opts := container.Options{
-		Ext: model.PgLease, Src: pglease.Files, Majors: majors, Image: c.image, Jobs: c.jobs,
+		Ext: model.PgLease, Src: pglease.Files, Image: c.image, Jobs: c.jobs, Arch: arch,
 		Keep: c.keep, Results: c.results, Timeout: c.timeout,
 	}
 	if c.rpm != "" {
-		repo, err := runner.FindRepo(c.rpm, model.Packages)
+		repo, err := runner.FindRepo(c.rpm, model.Packages, arch)
 		if err != nil {
 			return err
 		}
@@ -129,20 +142,37 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		opts.Layout = layout.Debian
 		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo)
 	}
-	pool, err := docker.Connect()
-	if err != nil {
-		return err
+	// the local images cannot have a major that has no server build for
+	// the architecture: skip it, saying why (an image supplied with
+	// --image runs whatever it has)
+	var skipped []container.MajorResult
+	for _, m := range majors {
+		_, err := images.ServerFor(m, arch)
+		if images.Local(opts.Image) && errors.Is(err, images.ErrNoBuild) {
+			skipped = append(skipped, container.MajorResult{Major: m, Image: images.Ref(opts.Image, m, arch), Skipped: err.Error()})
+			continue
+		}
+		opts.Majors = append(opts.Majors, m)
 	}
-	if err := container.CheckImages(pool, opts.Image, majors); err != nil {
-		return err
-	}
+	var results []container.MajorResult
 	out := cmd.OutOrStdout()
-	opts.Board = progress.New(out, progress.IsTerminal(out))
-	results, err := container.Run(cmd.Context(), pool, opts)
-	opts.Board.Stop()
-	if err != nil {
-		return err
+	if len(opts.Majors) > 0 {
+		pool, err := docker.Connect()
+		if err != nil {
+			return err
+		}
+		if err := container.CheckImages(pool, opts.Image, opts.Majors, arch); err != nil {
+			return err
+		}
+		opts.Board = progress.New(out, progress.IsTerminal(out))
+		results, err = container.Run(cmd.Context(), pool, opts)
+		opts.Board.Stop()
+		if err != nil {
+			return err
+		}
 	}
+	results = append(results, skipped...)
+	slices.SortFunc(results, func(a, b container.MajorResult) int { return a.Major - b.Major })
 	container.Report(out, results)
 	if c.junit != "" {
 		if err := writeJUnit(c.junit, container.JUnit(results)); err != nil {
@@ -151,9 +181,12 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		fmt.Fprintf(out, "JUnit report: %s\n", c.junit)
 	}
 	for _, r := range results {
-		if !r.Passed() {
+		if r.Failed() {
 			return &exitError{ExitFailure, errors.New("tests failed")}
 		}
+	}
+	if len(skipped) > 0 && c.pg != "all" {
+		return &exitError{ExitFailure, fmt.Errorf("PostgreSQL %d was named but cannot run here for %s", skipped[0].Major, arch)}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@
 package container
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +50,8 @@ type Options struct {
 	Ext     model.Extension
 	Src     fs.FS // templates and suites
 	Majors  []int
-	Image   string // repository; the tag is the major
+	Image   string // repository; the tag is the major (images.Ref)
+	Arch    string // Go's name; default this machine's
 	Jobs    int    // majors run at once; <1 means 1
 	Keep    bool   // leave containers running for debugging
 	Results string // results go to Results/pgN/{regress,isolation}
@@ -63,6 +66,9 @@ type MajorResult struct {
 	Major     int
 	Image     string
 	Server    string // server_version as the server reports it
+	Version   string // version()
+	Machine   string // uname -m in the container
+	Skipped   string // why the major did not run (no image of it exists for the architecture)
 	Container string // name of the container (still running with Keep)
 	Result    suite.Result
 	Err       error // the suites could not run
@@ -70,35 +76,48 @@ type MajorResult struct {
 }
 
 // Passed reports whether the suites ran and every test passed.
-func (m MajorResult) Passed() bool { return m.Err == nil && m.Result.Passed() }
+func (m MajorResult) Passed() bool { return m.Skipped == "" && m.Err == nil && m.Result.Passed() }
+
+// Failed reports whether the major ran and failed, or could not run.
+func (m MajorResult) Failed() bool { return m.Skipped == "" && !m.Passed() }
 
 // Key is the major's short name in progress and reports, e.g. pg17.
 func (m MajorResult) Key() string { return key(m.Major) }
 
 func key(major int) string { return "pg" + strconv.Itoa(major) }
 
-// Ref is the image reference of a major.
-func Ref(repo string, major int) string { return fmt.Sprintf("%s:%d", repo, major) }
-
-// CheckImages makes sure the image of every major is present, pulling an
-// image that is missing unless it is a local stand-in, and says how to get
-// each one that is still missing.
-func CheckImages(pool *dockertest.Pool, repo string, majors []int) error {
+// CheckImages makes sure this machine can run arch's binaries and that the
+// image of every major is present and of that architecture, pulling an
+// image that is missing unless it is a local stand-in (for another
+// architecture it pulls that platform's image of REPO:MAJOR and tags it
+// MAJOR-ARCH), and says how to get each one that is still missing.
+func CheckImages(pool *dockertest.Pool, repo string, majors []int, arch string) error {
+	arch = cmp.Or(arch, runtime.GOARCH)
+	if err := images.CheckEmulation(arch); err != nil {
+		return err
+	}
 	var missing []string
 	for _, major := range majors {
-		ref := Ref(repo, major)
-		_, ok, err := docker.Image(pool.Client, ref)
+		ref := images.Ref(repo, major, arch)
+		img, ok, err := docker.Image(pool.Client, ref)
 		if err != nil {
 			return err
 		}
 		if ok {
+			if img.Architecture != arch {
+				missing = append(missing, fmt.Sprintf("%s is an image for %s, not %s: remove it (docker rmi %s) and build or pull the %s one%s",
+					ref, img.Architecture, arch, ref, arch, buildHint(repo, major, arch)))
+			}
 			continue
 		}
-		if repo == images.Repository || repo == images.EL9Repository || repo == images.DebianRepository {
-			missing = append(missing, fmt.Sprintf("%s is not built: run `pglease-gen images --pg %d` (make images builds all majors)", ref, major))
+		if images.Local(repo) {
+			missing = append(missing, fmt.Sprintf("%s is not built:%s", ref, buildHint(repo, major, arch)))
 			continue
 		}
-		err = pool.Client.PullImage(dc.PullImageOptions{Repository: repo, Tag: strconv.Itoa(major)}, dc.AuthConfiguration{})
+		err = pool.Client.PullImage(dc.PullImageOptions{Repository: repo, Tag: strconv.Itoa(major), Platform: "linux/" + arch}, dc.AuthConfiguration{})
+		if err == nil && arch != runtime.GOARCH {
+			err = pool.Client.TagImage(fmt.Sprintf("%s:%d", repo, major), dc.TagImageOptions{Repo: repo, Tag: images.ArchTag(major, arch)})
+		}
 		if err != nil {
 			missing = append(missing, fmt.Sprintf("%s is not on this machine and pulling it failed (%v); "+
 				"without registry access build local stand-ins with `make images` and pass --image %s", ref, err, images.Repository))
@@ -108,6 +127,17 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int) error {
 		return errors.New(strings.Join(missing, "\n"))
 	}
 	return nil
+}
+
+// buildHint says how to build a local image; "" for other repositories.
+func buildHint(repo string, major int, arch string) string {
+	if !images.Local(repo) {
+		return ""
+	}
+	if arch != runtime.GOARCH {
+		return fmt.Sprintf(" run `pglease-gen images --pg %d --arch %s`", major, arch)
+	}
+	return fmt.Sprintf(" run `pglease-gen images --pg %d` (make images builds all majors)", major)
 }
 
 // Run runs the suites for every major, o.Jobs at a time. Failures of one
@@ -123,6 +153,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 	if o.Jobs < 1 {
 		o.Jobs = 1
 	}
+	o.Arch = cmp.Or(o.Arch, runtime.GOARCH)
 	if o.Timeout <= 0 {
 		o.Timeout = 15 * time.Minute
 	}
@@ -160,7 +191,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 			for i := range next {
 				major := o.Majors[i]
 				if err := ctx.Err(); err != nil {
-					results[i] = MajorResult{Major: major, Image: Ref(o.Image, major), Err: err}
+					results[i] = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch), Err: err}
 					o.Board.Finish(key(major), "cancelled")
 					continue
 				}
@@ -192,7 +223,7 @@ func firstLine(s string) string {
 
 func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major int, tests map[suite.Kind][]string, suites []byte) (r MajorResult) {
 	start := time.Now()
-	r = MajorResult{Major: major, Image: Ref(o.Image, major)}
+	r = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch)}
 	defer func() { r.Took = time.Since(start) }()
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
@@ -208,7 +239,8 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	r.Container = name
 	res, err := pool.RunWithOptions(&dockertest.RunOptions{
 		Repository: o.Image,
-		Tag:        strconv.Itoa(major),
+		Tag:        images.ArchTag(major, o.Arch),
+		Platform:   "linux/" + o.Arch,
 		Name:       name,
 		Entrypoint: []string{"sleep", "infinity"},
 		Labels:     map[string]string{Label: "1"},
@@ -236,7 +268,11 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 		Tests: tests, Suites: suites, Install: o.Install, Keep: o.Keep, Stage: stage,
 		Results: resultsDir(o.Results, major),
 	})
-	r.Server, r.Result = out.Server, out.Result
+	r.Server, r.Version, r.Machine, r.Result = out.Server, out.Version, out.Machine, out.Result
+	if want := model.ELArch(o.Arch); err == nil && r.Machine != want {
+		// a run must not pass on another architecture than asked for
+		err = fmt.Errorf("the container from %s runs on %s, not %s", r.Image, r.Machine, want)
+	}
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
 		err = fmt.Errorf("timed out after %s: %w", o.Timeout, err)
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +48,7 @@ func pool(t *testing.T) *dockertest.Pool {
 
 func needImages(t *testing.T, p *dockertest.Pool, majors ...int) {
 	t.Helper()
-	if err := CheckImages(p, images.Repository, majors); err != nil {
+	if err := CheckImages(p, images.Repository, majors, runtime.GOARCH); err != nil {
 		t.Fatalf("%v\n(make images builds them)", err)
 	}
 }
@@ -260,17 +262,41 @@ func TestCancelRemovesContainer(t *testing.T) {
 	}
 }
 
+// TestWrongArchitectureUnderTheRightTag tags this machine's image of 17 as
+// the other architecture's: CheckImages refuses it and says what to do.
+func TestWrongArchitectureUnderTheRightTag(t *testing.T) {
+	p := pool(t)
+	needImages(t, p, 17)
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	repo := fmt.Sprintf("pglease-test/wrongarch-%d", os.Getpid())
+	ref := images.Ref(repo, 17, other)
+	if err := p.Client.TagImage(images.Tag(17, runtime.GOARCH), dc.TagImageOptions{Repo: repo, Tag: images.ArchTag(17, other)}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Client.RemoveImage(ref)
+	err := CheckImages(p, repo, []int{17}, other)
+	want := fmt.Sprintf("%s is an image for %s, not %s: remove it (docker rmi %s)", ref, runtime.GOARCH, other, ref)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v; want %q", err, want)
+	}
+}
+
 func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 	p := pool(t)
 	// (a stand-in that is not built; a missing official image would be
 	// pulled, and this machine must not reach a registry)
-	err := CheckImages(p, images.Repository, []int{17, 99})
+	err := CheckImages(p, images.Repository, []int{17, 99}, runtime.GOARCH)
 	if err == nil || !strings.Contains(err.Error(), "pglease/postgres:99 is not built: run `pglease-gen images --pg 99`") || strings.Contains(err.Error(), ":17") {
 		t.Errorf("err = %v; want it to name only the missing image and say how to build it", err)
 	}
-	err = CheckImages(p, images.Repository, []int{17})
+	err = CheckImages(p, images.Repository, []int{17}, runtime.GOARCH)
 	if err != nil {
 		t.Errorf("present image reported missing: %v", err)
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	err = CheckImages(p, images.EL9Repository, []int{99}, other)
+	if want := "pglease/el9:99-" + other + " is not built: run `pglease-gen images --pg 99 --arch " + other + "`"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v; want %q", err, want)
 	}
 }
 
@@ -280,7 +306,7 @@ func TestMissingImageSaysHowToBuildIt(t *testing.T) {
 func TestAptRefusesABrokenDependency(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
-	if err := CheckImages(p, images.DebianRepository, []int{16}); err != nil {
+	if err := CheckImages(p, images.DebianRepository, []int{16}, runtime.GOARCH); err != nil {
 		t.Fatalf("%v\n(make images builds them)", err)
 	}
 	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,

@@ -11,8 +11,9 @@ import (
 )
 
 // Report writes, for every major that failed, its error or its regression
-// diffs, then one summary line per major and a last line counting majors:
-// "N passed, M failed".
+// diffs, then one summary line per major (with the container's machine and
+// the server's version()) and a last line counting majors: "N passed, M
+// failed, K skipped".
 func Report(w io.Writer, results []MajorResult) {
 	for _, r := range results {
 		if r.Err != nil {
@@ -25,14 +26,19 @@ func Report(w io.Writer, results []MajorResult) {
 		}
 	}
 	fmt.Fprintln(w)
-	passed, failed := 0, 0
+	passed, failed, skipped := 0, 0, 0
 	var majors []string
 	for _, r := range results {
 		majors = append(majors, strconv.Itoa(r.Major))
 		status := "ok    "
-		if r.Passed() {
+		switch {
+		case r.Skipped != "":
+			skipped++
+			fmt.Fprintf(w, "%-5s %s %s\n", r.Key(), "skip  ", r.Skipped)
+			continue
+		case r.Passed():
 			passed++
-		} else {
+		default:
 			failed++
 			status = "FAILED"
 		}
@@ -42,10 +48,10 @@ func Report(w io.Writer, results []MajorResult) {
 		}
 		rp, rf := r.Result.Count(suite.Regress)
 		ip, iff := r.Result.Count(suite.Isolation)
-		fmt.Fprintf(w, "%-5s %s PostgreSQL %-6s regress %d/%d, isolation %d/%d   %5.1fs\n",
-			r.Key(), status, r.Server, rp, rp+rf, ip, ip+iff, r.Took.Seconds())
+		fmt.Fprintf(w, "%-5s %s PostgreSQL %-6s %-8s regress %d/%d, isolation %d/%d   %5.1fs   %s\n",
+			r.Key(), status, r.Server, r.Machine, rp, rp+rf, ip, ip+iff, r.Took.Seconds(), r.Version)
 	}
-	fmt.Fprintf(w, "%d passed, %d failed (PostgreSQL %s)\n", passed, failed, strings.Join(majors, ", "))
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped (PostgreSQL %s)\n", passed, failed, skipped, strings.Join(majors, ", "))
 }
 
 // JUnit turns the results into JUnit suites: one per major and suite kind,
@@ -55,7 +61,7 @@ func JUnit(results []MajorResult) []junit.Suite {
 	var out []junit.Suite
 	for _, r := range results {
 		for _, k := range suite.Kinds {
-			s := junit.Suite{Name: r.Key() + "." + string(k)}
+			s := junit.Suite{Name: r.Key() + "." + string(k), Skipped: r.Skipped}
 			if r.Err != nil && len(r.Result.Cases) == 0 {
 				s.Error = r.Err.Error()
 			}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -30,9 +29,6 @@ import (
 // layout.
 const DebianRepository = "pglease/debian"
 
-// DebianTag is the deb proof's image of a major, e.g. pglease/debian:17.
-func DebianTag(major int) string { return fmt.Sprintf("%s:%d", DebianRepository, major) }
-
 // AptStandin is where the image's local apt repository sits.
 const AptStandin = "/srv/debian-standin"
 
@@ -45,7 +41,7 @@ var debianShips = map[int]string{15: "bookworm", 17: "trixie", 18: "sid"}
 // configuration and state under the cache, its package lists fetched once
 // per hour at most. The options make apt-get and apt-cache use it.
 func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
-	dir := filepath.Join(o.CacheDir, "apt-"+suite)
+	dir := aptDir(o, suite)
 	for _, d := range []string{"lists/partial", "archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
@@ -72,7 +68,8 @@ func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
 	opts := []string{"-o", "Dir::Etc::sourcelist=" + list, "-o", "Dir::Etc::sourceparts=-",
 		"-o", "Dir::State::lists=" + filepath.Join(dir, "lists"), "-o", "Dir::Cache=" + dir,
 		"-o", "Dir::Cache::archives=" + filepath.Join(dir, "archives"), "-o", "Dir::State::status=" + status,
-		"-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"}
+		"-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root",
+		"-o", "APT::Architecture=" + model.DebArch(o.Arch), "-o", "APT::Architectures=" + model.DebArch(o.Arch)}
 	stamp := filepath.Join(dir, "updated")
 	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < time.Hour {
 		return opts, nil
@@ -169,8 +166,8 @@ func standinDeb(b env, r recipe) (map[string][]byte, error) {
 	}
 	p := deb.Package{
 		Name: model.DebServerPackage(r.Server.Major), Version: r.Server.Release() + "-0standin", Source: "postgresql-" + fmt.Sprint(r.Server.Major),
-		Arch: debArch(), Maintainer: model.Packages.Maintainer, Section: "database", Priority: "optional",
-		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in from %s@%s)", r.Server.Release(), npmPackage, r.Server.Version),
+		Arch: model.DebArch(r.Server.Arch), Maintainer: model.Packages.Maintainer, Section: "database", Priority: "optional",
+		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in from %s@%s)", r.Server.Release(), r.Server.Package(), r.Server.Version),
 		Description: " The pinned server build laid out as Debian's postgresql-" + fmt.Sprint(r.Server.Major) + ", for the deb install proof.",
 		BuildTime:   model.Packages.Released(), Gzip: true,
 	}
@@ -206,7 +203,7 @@ func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.o.CacheDir, "apt-"+suite)
+	dir := aptDir(b.o, suite)
 	statusFile := filepath.Join(dir, "base.status")
 	if err := os.WriteFile(statusFile, status, 0o644); err != nil {
 		return nil, err
@@ -278,5 +275,10 @@ func untarOne(b []byte) ([]byte, error) {
 	}
 }
 
-// debArch is this machine's Debian architecture.
-func debArch() string { return model.DebArch(runtime.GOARCH) }
+// aptDir holds apt's private state for a release and architecture.
+func aptDir(o Options, suite string) string {
+	if o.Arch == "amd64" {
+		return filepath.Join(o.CacheDir, "apt-"+suite) // as before there were others
+	}
+	return filepath.Join(o.CacheDir, "apt-"+suite+"-"+o.Arch)
+}

@@ -3,7 +3,6 @@ package images
 import (
 	"fmt"
 	"path"
-	"runtime"
 
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
@@ -18,9 +17,6 @@ import (
 // dnf installs it.
 const EL9Repository = "pglease/el9"
 
-// EL9Tag is the EL9 stand-in image of a major, e.g. pglease/el9:17.
-func EL9Tag(major int) string { return fmt.Sprintf("%s:%d", EL9Repository, major) }
-
 // StandinRepo is where the stand-in repository sits in the EL9 image.
 const StandinRepo = "/srv/pgdg-standin"
 
@@ -28,24 +24,24 @@ const StandinRepo = "/srv/pgdg-standin"
 // the image holds.
 type family struct {
 	name   string
-	tag    func(int) string
+	repo   string
 	layout func(int) layout.Layout
 	nodes  func(b env, r recipe) ([]node, error)
 	run    func(r recipe) string // a RUN step after the nodes are copied in, or ""
 }
 
 var families = []family{
-	{"debian", Tag, layout.Debian, officialNodes, officialRun},
-	{"el9", EL9Tag, layout.PGDG, el9Nodes, nil},
-	{"debian-apt", DebianTag, layout.Debian, debianNodes, nil},
+	{"debian", Repository, layout.Debian, officialNodes, officialRun},
+	{"el9", EL9Repository, layout.PGDG, el9Nodes, nil},
+	{"debian-apt", DebianRepository, layout.Debian, debianNodes, nil},
 }
 
 // ServerPackage describes the stand-in postgresqlN-server RPM.
 func ServerPackage(srv Server, l layout.Layout, nodes []node) rpm.Package {
 	p := rpm.Package{
-		Name: model.ServerPackage(srv.Major), Version: srv.Release(), Release: "1standin" + model.Packages.Dist, Arch: model.ELArch(runtime.GOARCH),
-		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in for PGDG's package, from %s@%s)", srv.Release(), npmPackage, srv.Version),
-		Description: fmt.Sprintf("The pinned PostgreSQL server build %s@%s laid out as\nPGDG's %s, for the pg_lease install proof.", npmPackage, srv.Version, l.Prefix),
+		Name: model.ServerPackage(srv.Major), Version: srv.Release(), Release: "1standin" + model.Packages.Dist, Arch: model.ELArch(srv.Arch),
+		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in for PGDG's package, from %s@%s)", srv.Release(), srv.Package(), srv.Version),
+		Description: fmt.Sprintf("The pinned PostgreSQL server build %s@%s laid out as\nPGDG's %s, for the pg_lease install proof.", srv.Package(), srv.Version, l.Prefix),
 		License:     "PostgreSQL", URL: "https://www.postgresql.org/", BuildTime: model.Packages.Released(),
 	}
 	for _, n := range nodes {

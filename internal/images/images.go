@@ -26,7 +26,9 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -58,7 +60,7 @@ const (
 // psql, so Debian's postgresql-client-15 provides it (pg_regress runs
 // whatever psql is in --bindir), and its libpq5 serves the drivers. dnf and
 // rpm are for the EL9 stand-ins, where packages are installed with dnf.
-var base = baseRecipe{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5", "dnf", "rpm"}, 999}
+var base = baseRecipe{"bookworm", "minbase", []string{"postgresql-client-15", "libpq5", "dnf", "rpm"}, 999, ""}
 
 // baseRecipe is what a base root file system is made from.
 type baseRecipe struct {
@@ -66,7 +68,23 @@ type baseRecipe struct {
 	Variant  string
 	Packages []string
 	UID      int // the postgres user, as in the official images
+	// Arch is Go's name of the root file system's architecture; left out
+	// of the hash for amd64, the architecture the first images were built
+	// for, so that their hashes stay as they were.
+	Arch string `json:",omitempty"`
 }
+
+// forArch is the recipe for an architecture.
+func (b baseRecipe) forArch(arch string) baseRecipe {
+	b.Arch = ""
+	if arch != "amd64" {
+		b.Arch = arch
+	}
+	return b
+}
+
+// arch is Go's name of the recipe's architecture.
+func (b baseRecipe) arch() string { return cmp.Or(b.Arch, "amd64") }
 
 // suiteBase is the base of the images that install a Debian release's own
 // server package: that release's minbase; apt brings the rest.
@@ -74,7 +92,7 @@ func suiteBase(suite string) baseRecipe {
 	if suite == base.Suite {
 		return base
 	}
-	return baseRecipe{suite, "minbase", nil, base.UID}
+	return baseRecipe{suite, "minbase", nil, base.UID, ""}
 }
 
 // psqlMajor is the major of the psql that base installs.
@@ -83,13 +101,36 @@ const psqlMajor = 15
 // Options configure Build.
 type Options struct {
 	Majors   []int
+	Arch     string // Go's name (amd64, arm64); default: this machine's
 	CacheDir string // downloads and the debootstrap work dir; default: the user cache dir
 	Mirror   string // Debian mirror; default DefaultMirror
 	Progress io.Writer
 }
 
-// Tag is the local image of a major, e.g. pglease/postgres:17.
-func Tag(major int) string { return fmt.Sprintf("%s:%d", Repository, major) }
+// Tag is the local image of a major for an architecture, e.g.
+// pglease/postgres:17 (this machine's) or pglease/postgres:17-arm64.
+func Tag(major int, arch string) string { return Ref(Repository, major, arch) }
+
+// Ref is the image of a major for an architecture in a repository: the tag
+// is the major for this machine's architecture and MAJOR-ARCH for another,
+// so that both sit side by side on one daemon.
+func Ref(repo string, major int, arch string) string {
+	return repo + ":" + ArchTag(major, arch)
+}
+
+// ArchTag is Ref's tag.
+func ArchTag(major int, arch string) string {
+	if arch == "" || arch == runtime.GOARCH {
+		return strconv.Itoa(major)
+	}
+	return fmt.Sprintf("%d-%s", major, arch)
+}
+
+// Local reports whether repo is one of the repositories of the local
+// images, which this package builds (no registry has them).
+func Local(repo string) bool {
+	return repo == Repository || repo == EL9Repository || repo == DebianRepository
+}
 
 // Build makes sure the local image of every major in o.Majors exists and
 // matches its recipe, building what is missing or stale.
@@ -107,11 +148,17 @@ func Build(ctx context.Context, c *dc.Client, o Options) error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.Arch == "" {
+		o.Arch = runtime.GOARCH
+	}
+	if err := CheckEmulation(o.Arch); err != nil {
+		return err
+	}
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Progress, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	baseRef, err := ensureBase(ctx, c, o, base, say)
+	baseRef, err := ensureBase(ctx, c, o, base.forArch(o.Arch), say)
 	if err != nil {
 		return err
 	}
@@ -139,6 +186,9 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, s
 	if base.Suite != "bookworm" || len(base.Packages) == 0 {
 		ref = baseRepo + ":" + base.Suite + "-" + hashOf([]any{baseVersion, base})
 	}
+	if base.Arch != "" {
+		ref = baseRepo + ":" + base.Suite + "-" + base.Arch + "-" + hashOf([]any{baseVersion, base})
+	}
 	if _, ok, err := docker.Image(c, ref); err != nil || ok {
 		return ref, err
 	}
@@ -158,7 +208,7 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, s
 	defer os.RemoveAll(work)
 	root := filepath.Join(work, "root")
 	logPath := filepath.Join(o.CacheDir, "debootstrap-"+base.Suite+".log")
-	say("debootstrap %s (%s) from %s; log in %s", base.Suite, strings.Join(base.Packages, ", "), o.Mirror, logPath)
+	say("debootstrap %s for %s (%s) from %s; log in %s", base.Suite, base.arch(), strings.Join(base.Packages, ", "), o.Mirror, logPath)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return "", err
@@ -172,7 +222,9 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, s
 		}
 		return nil
 	}
-	args := []string{"--variant=" + base.Variant}
+	// for another architecture debootstrap's second stage runs in the
+	// chroot under emulation (CheckEmulation made sure it can)
+	args := []string{"--variant=" + base.Variant, "--arch=" + model.DebArch(base.arch())}
 	if len(base.Packages) > 0 {
 		args = append(args, "--include="+strings.Join(base.Packages, ","))
 	}
@@ -195,24 +247,59 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, s
 		os.RemoveAll(filepath.Join(root, junk))
 	}
 	say("importing %s", ref)
-	repo, tag, _ := strings.Cut(ref, ":")
-	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", root, "-c", ".")
-	stdout, err := tarCmd.StdoutPipe()
-	if err != nil {
+	if err := run("tar", "--numeric-owner", "-C", root, "-cf", filepath.Join(work, rootfsTar), "."); err != nil {
 		return "", err
 	}
-	tarCmd.Stderr = logf
-	if err := tarCmd.Start(); err != nil {
-		return "", err
-	}
-	importErr := c.ImportImage(dc.ImportImageOptions{Repository: repo, Tag: tag, Source: "-", InputStream: stdout, OutputStream: io.Discard, Context: ctx})
-	if err := tarCmd.Wait(); err != nil && importErr == nil {
-		importErr = fmt.Errorf("tar of the root file system: %w", err)
-	}
-	if importErr != nil {
-		return "", fmt.Errorf("import %s: %w", ref, importErr)
+	if err := importRootfs(ctx, c, ref, base.arch(), work); err != nil {
+		return "", fmt.Errorf("import %s: %w", ref, err)
 	}
 	return ref, nil
+}
+
+const rootfsTar = "rootfs.tar"
+
+// importRootfs makes image ref of architecture arch from dir/rootfs.tar.
+// It builds FROM scratch rather than importing, since the daemon records
+// an imported image as its own architecture whatever the files are; a
+// build for a platform records that platform.
+func importRootfs(ctx context.Context, c *dc.Client, ref, arch, dir string) error {
+	st, err := os.Stat(filepath.Join(dir, rootfsTar))
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		df := []byte("FROM scratch\nADD " + rootfsTar + " /\nCMD [\"bash\"]\n")
+		err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), ModTime: time.Unix(0, 0)})
+		if err == nil {
+			_, err = tw.Write(df)
+		}
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: rootfsTar, Mode: 0o644, Size: st.Size(), ModTime: time.Unix(0, 0)})
+		}
+		if err == nil {
+			var f *os.File
+			if f, err = os.Open(filepath.Join(dir, rootfsTar)); err == nil {
+				_, err = io.Copy(tw, f)
+				f.Close()
+			}
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	var out bytes.Buffer
+	err = c.BuildImage(dc.BuildImageOptions{
+		Name: ref, InputStream: pr, OutputStream: &out, Platform: "linux/" + arch, Context: ctx,
+		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true,
+	})
+	pr.CloseWithError(err)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, out.String())
+	}
+	return nil
 }
 
 var dockerfile = template.Must(template.New("Dockerfile").Parse(`FROM {{.Base}}
@@ -233,6 +320,7 @@ type recipe struct {
 	Layout       layout.Layout
 	PsqlMajor    int
 	Family       string
+	Arch         string `json:",omitempty"` // as in baseRecipe
 	Debian       string `json:",omitempty"` // the Debian server package's version, when the image offers Debian's own
 	Suite        string `json:",omitempty"` // and the Debian release it comes from
 }
@@ -251,16 +339,16 @@ type env struct {
 }
 
 func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, major int, say func(string, ...any)) error {
-	srv, err := ServerFor(major)
+	srv, err := ServerFor(major, o.Arch)
 	if err != nil {
 		return err
 	}
 	debs := map[string]map[string][]byte{}
 	for _, fam := range families {
-		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, "", ""}
+		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, base.forArch(o.Arch).Arch, "", ""}
 		if suite := debianShips[major]; suite != "" && fam.name != "el9" {
 			r.Suite = suite
-			if r.Base, err = ensureBase(ctx, c, o, suiteBase(suite), say); err != nil {
+			if r.Base, err = ensureBase(ctx, c, o, suiteBase(suite).forArch(o.Arch), say); err != nil {
 				return err
 			}
 			if r.Debian, err = debianVersion(ctx, o, suite, model.DebServerPackage(major)); err != nil {
@@ -271,12 +359,12 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		if fam.run != nil {
 			run = fam.run(r)
 		}
-		ref := fam.tag(major)
+		ref := Ref(fam.repo, major, o.Arch)
 		what := "PostgreSQL " + srv.Release()
 		if r.Debian != "" {
 			what = "Debian's " + model.DebServerPackage(major) + " " + r.Debian
 		}
-		err := ensureImage(c, ref, hashOf(r), what, say, func(label string) ([]byte, error) {
+		err := ensureImage(c, ref, o.Arch, hashOf(r), what, say, func(label string) ([]byte, error) {
 			tgz, err := fetch(ctx, o.CacheDir, srv, say)
 			if err != nil {
 				return nil, err
@@ -288,7 +376,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
 				"Base": r.Base, "Major": major, "Release": cmp.Or(r.Debian, srv.Release()), "BinDir": r.Layout.BinDir,
-				"Label": RecipeLabel, "Recipe": label, "Package": npmPackage, "Version": srv.Version, "Debian": r.Debian, "Run": run,
+				"Label": RecipeLabel, "Recipe": label, "Package": srv.Package(), "Version": srv.Version, "Debian": r.Debian, "Run": run,
 			})
 			if err != nil {
 				return nil, err
@@ -304,12 +392,12 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 
 // ensureImage builds ref from the context that makeContext returns unless
 // ref exists with the recipe label want.
-func ensureImage(c *dc.Client, ref, want, what string, say func(string, ...any), makeContext func(label string) ([]byte, error)) error {
+func ensureImage(c *dc.Client, ref, arch, want, what string, say func(string, ...any), makeContext func(label string) ([]byte, error)) error {
 	old, ok, err := docker.Image(c, ref)
 	if err != nil {
 		return err
 	}
-	if ok && old.Config != nil && old.Config.Labels[RecipeLabel] == want {
+	if ok && old.Config != nil && old.Config.Labels[RecipeLabel] == want && old.Architecture == arch {
 		say("%s is up to date (%s, recipe %s)", ref, what, want)
 		return nil
 	}
@@ -321,7 +409,7 @@ func ensureImage(c *dc.Client, ref, want, what string, say func(string, ...any),
 	var out bytes.Buffer
 	err = c.BuildImage(dc.BuildImageOptions{
 		Name: ref, InputStream: bytes.NewReader(buildCtx), OutputStream: &out,
-		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true,
+		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true, Platform: "linux/" + arch,
 	})
 	if err != nil {
 		return fmt.Errorf("build %s: %w\n%s", ref, err, out.String())

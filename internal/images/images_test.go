@@ -7,10 +7,12 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,16 +24,61 @@ import (
 )
 
 func TestEveryMajorIsPinned(t *testing.T) {
-	for _, m := range model.PgLease.Majors {
-		s, err := ServerFor(m)
-		if err != nil {
-			t.Fatal(err)
+	for _, arch := range model.MachineArches {
+		for _, m := range model.PgLease.Majors {
+			s, err := ServerFor(m, arch)
+			if arch == "arm64" && m == 14 {
+				// neither the npm registry nor Debian has an arm64 build of 14
+				if !errors.Is(err, ErrNoBuild) || !strings.Contains(err.Error(), "--image") {
+					t.Errorf("PostgreSQL 14 on arm64: err = %v, want ErrNoBuild saying how to supply an image", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(s.Version, s.Release()+".") || !strings.HasPrefix(s.Release(), strconv.Itoa(m)+".") {
+				t.Errorf("PostgreSQL %d for %s pinned to %s", m, arch, s.Version)
+			}
+			if !strings.HasPrefix(s.Integrity, "sha512-") || s.Package() == "" || s.Arch != arch {
+				t.Errorf("PostgreSQL %d for %s: %+v", m, arch, s)
+			}
 		}
-		if !strings.HasPrefix(s.Version, s.Release()+".") || !strings.HasPrefix(s.Release(), strconv.Itoa(m)+".") {
-			t.Errorf("PostgreSQL %d pinned to %s", m, s.Version)
+	}
+	if _, err := ServerFor(17, "riscv64"); err == nil || errors.Is(err, ErrNoBuild) {
+		t.Errorf("an unknown architecture: err = %v", err)
+	}
+}
+
+func TestRefKeepsArchitecturesApart(t *testing.T) {
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	if got, want := Ref("pglease/el9", 17, runtime.GOARCH), "pglease/el9:17"; got != want {
+		t.Errorf("this machine's architecture: %s, want %s", got, want)
+	}
+	if got, want := Tag(16, other), "pglease/postgres:16-"+other; got != want {
+		t.Errorf("the other architecture: %s, want %s", got, want)
+	}
+}
+
+func TestCheckEmulation(t *testing.T) {
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	handler := "qemu-" + model.ELArch(other)
+	dir := t.TempDir()
+	if err := checkEmulation(dir, runtime.GOARCH); err != nil {
+		t.Errorf("this machine's own architecture needs no handler: %v", err)
+	}
+	for _, c := range []struct{ file, want string }{
+		{"", "apt-get install qemu-user-static"},
+		{"disabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: PF\n", "is disabled"},
+		{"enabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: P\n", "lacks the F flag"},
+		{"enabled\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: PF\n", ""},
+	} {
+		if c.file != "" {
+			os.WriteFile(filepath.Join(dir, handler), []byte(c.file), 0o644)
 		}
-		if !strings.HasPrefix(s.Integrity, "sha512-") {
-			t.Errorf("PostgreSQL %d: integrity %q is not sha512", m, s.Integrity)
+		err := checkEmulation(dir, other)
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("handler %q: err = %v, want %q", c.file, err, c.want)
 		}
 	}
 }
@@ -134,15 +181,15 @@ func TestSecondBuildDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, ok, err := docker.Image(p.Client, Tag(17))
+	before, ok, err := docker.Image(p.Client, Tag(17, runtime.GOARCH))
 	if err != nil || !ok {
-		t.Fatalf("%s missing (%v): run make images first", Tag(17), err)
+		t.Fatalf("%s missing (%v): run make images first", Tag(17, runtime.GOARCH), err)
 	}
 	var out bytes.Buffer
 	if err := Build(t.Context(), p.Client, Options{Majors: []int{17}, Progress: &out}); err != nil {
 		t.Fatal(err)
 	}
-	after, _, err := docker.Image(p.Client, Tag(17))
+	after, _, err := docker.Image(p.Client, Tag(17, runtime.GOARCH))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +203,17 @@ func TestSecondBuildDoesNothing(t *testing.T) {
 // its postgresql-N: each has one, of that major.
 func TestDebianShipsTheseMajors(t *testing.T) {
 	testenv.Tools(t, "apt-get", "apt-cache")
-	o := Options{CacheDir: t.TempDir(), Mirror: DefaultMirror}
-	for major, suite := range debianShips {
-		v, err := debianVersion(context.Background(), o, suite, model.DebServerPackage(major))
-		if err != nil {
-			t.Fatal(err)
+	for _, arch := range model.MachineArches {
+		o := Options{CacheDir: t.TempDir(), Mirror: DefaultMirror, Arch: arch}
+		for major, suite := range debianShips {
+			v, err := debianVersion(context.Background(), o, suite, model.DebServerPackage(major))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(v, fmt.Sprintf("%d.", major)) {
+				t.Errorf("%s offers postgresql-%d for %s at %q", suite, major, arch, v)
+			}
+			t.Logf("%s %s: postgresql-%d %s", suite, arch, major, v)
 		}
-		if !strings.HasPrefix(v, fmt.Sprintf("%d.", major)) {
-			t.Errorf("%s offers postgresql-%d at %q", suite, major, v)
-		}
-		t.Logf("%s: postgresql-%d %s", suite, major, v)
 	}
 }

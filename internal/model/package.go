@@ -118,6 +118,25 @@ func (e Extension) Tarball() string { return e.Name + "-" + e.Version + ".tar.gz
 // SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
 func (e Extension) SourceDir() string { return e.Name + "-" + e.Version }
 
+// MachineArches are the architectures the packages are built and proven
+// for, by Go's name (GOARCH).
+var MachineArches = []string{"amd64", "arm64"}
+
+// ParseArch reads an architecture by any of its usual names (Go's and
+// Debian's amd64/arm64, EL's and uname's x86_64/aarch64) and returns Go's.
+func ParseArch(s string) (string, error) {
+	for _, a := range MachineArches {
+		if s == a || s == ELArch(a) {
+			return a, nil
+		}
+	}
+	var names []string
+	for _, a := range MachineArches {
+		names = append(names, a+" ("+ELArch(a)+")")
+	}
+	return "", fmt.Errorf("unknown architecture %q: use one of %s", s, strings.Join(names, ", "))
+}
+
 // ELArch is the EL architecture name of a Go architecture (GOARCH), as in
 // el9.x86_64 and in an RPM's arch; "" when EL has none for it.
 func ELArch(goarch string) string {

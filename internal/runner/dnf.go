@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -17,14 +16,11 @@ import (
 // repoInContainer is where the package repository is copied.
 const repoInContainer = "/srv/pg_lease"
 
-// RepoArch is the EL architecture of this machine, as in el9.x86_64.
-func RepoArch() string { return model.ELArch(runtime.GOARCH) }
-
 // FindRepo accepts a repository directory (one holding repodata/) or the
-// output of pglease-gen build, in which it picks the tree of this machine's
-// architecture.
-func FindRepo(dir string, pkg model.Packaging) (string, error) {
-	tree := rpm.RepoDir(pkg, RepoArch())
+// output of pglease-gen build, in which it picks the tree of arch (Go's
+// name, as in el9.aarch64 for arm64).
+func FindRepo(dir string, pkg model.Packaging, arch string) (string, error) {
+	tree := rpm.RepoDir(pkg, model.ELArch(arch))
 	for _, d := range []string{dir, filepath.Join(dir, tree)} {
 		if st, err := os.Stat(filepath.Join(d, "repodata", "repomd.xml")); err == nil && !st.IsDir() {
 			return d, nil

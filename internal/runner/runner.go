@@ -65,8 +65,10 @@ type Options struct {
 
 // Outcome is what Run learned.
 type Outcome struct {
-	Server string // server_version as the server reports it
-	Result suite.Result
+	Server  string // server_version as the server reports it
+	Version string // version()
+	Machine string // uname -m where the server runs
+	Result  suite.Result
 }
 
 // Port is the server's port (on its unix socket only).
@@ -122,11 +124,17 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 			Must(sctx, srv, l.Bin("pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
 		}()
 	}
-	v, err := Output(ctx, srv, l.Bin("psql"), "-X", "-At", "-h", work, "-p", strconv.Itoa(Port), "-U", t.User(), "-d", "postgres", "-c", "SHOW server_version")
+	v, err := Output(ctx, srv, l.Bin("psql"), "-X", "-At", "-h", work, "-p", strconv.Itoa(Port), "-U", t.User(), "-d", "postgres",
+		"-c", "SELECT current_setting('server_version'), version()")
 	if err != nil {
 		return out, fmt.Errorf("ask the server its version: %w", err)
 	}
-	out.Server = strings.TrimSpace(string(v))
+	out.Server, out.Version, _ = strings.Cut(strings.TrimSpace(string(v)), "|")
+	m, err := Output(ctx, srv, "uname", "-m")
+	if err != nil {
+		return out, err
+	}
+	out.Machine = strings.TrimSpace(string(m))
 
 	results := path.Join(work, "results")
 	if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
