@@ -207,7 +207,7 @@ func ensureBase(ctx context.Context, c *dc.Client, o Options, base baseRecipe, s
 	}
 	defer os.RemoveAll(work)
 	root := filepath.Join(work, "root")
-	logPath := filepath.Join(o.CacheDir, "debootstrap-"+base.Suite+".log")
+	logPath := filepath.Join(o.CacheDir, "debootstrap-"+strings.TrimSuffix(base.Suite+"-"+base.Arch, "-")+".log")
 	say("debootstrap %s for %s (%s) from %s; log in %s", base.Suite, base.arch(), strings.Join(base.Packages, ", "), o.Mirror, logPath)
 	logf, err := os.Create(logPath)
 	if err != nil {
