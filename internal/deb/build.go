@@ -72,6 +72,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		step("PostgreSQL %d: %s (%s)", major, p.FileName(), cmp.Or(o.Builder, PureGo))
 	}
 	files, err := Repo(o.Pkg, o.Ext.DebSource(), debs, o.Time)
+	if err == nil && o.Sign != nil {
+		err = SignRepo(files, o.Sign)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,8 +83,10 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		switch {
 		case strings.HasSuffix(name, ".deb"):
 			arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[path.Base(name)]})
-		case strings.HasSuffix(name, "/Release"):
+		case strings.HasSuffix(name, "/Release"), strings.HasSuffix(name, "/InRelease"):
 			arts = append(arts, dist.Artifact{Path: name, Kind: "apt-release"})
+		case strings.HasSuffix(name, "/Release.gpg"):
+			arts = append(arts, dist.Artifact{Path: name, Kind: "signature"})
 		}
 	}
 	step("apt repository %s: %d packages for %s", RepoDir, len(debs), strings.Join(o.Pkg.DebArches, ", "))

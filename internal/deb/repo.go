@@ -12,6 +12,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sign"
 )
 
 // RepoDir is the apt repository's directory in the build output.
@@ -83,6 +84,46 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 	}
 	files[path.Join(dist, "Release")] = []byte(rel.String())
 	return files, nil
+}
+
+// SignRepo adds to each suite of an apt repository its detached
+// Release.gpg and its cleartext-signed InRelease.
+func SignRepo(files render.Files, s *sign.Signer) error {
+	for _, name := range files.Names() {
+		if path.Base(name) != "Release" {
+			continue
+		}
+		dir := path.Dir(name)
+		var err error
+		if files[path.Join(dir, "Release.gpg")], err = s.Armored(files[name]); err != nil {
+			return err
+		}
+		if files[path.Join(dir, "InRelease")], err = s.ClearSigned(files[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sources is a deb822 .sources file for the repository at uri (the URL of
+// its apt/ directory); given an armored public key it is embedded as
+// Signed-By, so the one file is all a host needs.
+func Sources(pkg model.Packaging, source, uri string, key []byte) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s packages for Debian %s (%s)\nTypes: deb\nURIs: %s\nSuites: %s\nComponents: %s\n",
+		source, pkg.DebRelease, pkg.DebCodename, uri, pkg.DebCodename, Component)
+	if len(key) == 0 {
+		b.WriteString("Trusted: yes\n")
+		return []byte(b.String())
+	}
+	b.WriteString("Signed-By:\n")
+	for _, l := range strings.Split(strings.TrimRight(string(key), "\n"), "\n") {
+		if l == "" {
+			l = "."
+		}
+		b.WriteString(" " + l + "\n")
+	}
+	return []byte(b.String())
 }
 
 // controlField is the value of a single-line field of a control file.

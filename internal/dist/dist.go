@@ -15,6 +15,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sign"
 	"github.com/pglease/pglease-gen/internal/suite"
 )
 
@@ -106,6 +107,7 @@ type Options struct {
 	Builder string    // the builder's own name for how to write the packages
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)
+	Sign    *sign.Signer // sign the packages and repositories; nil: unsigned
 }
 
 // Artifact is one file a build wrote, as build's summary and --json

@@ -88,6 +88,11 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 		default:
 			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, PureGo, Rpmbuild)
 		}
+		if err == nil && o.Sign != nil {
+			if bin, err = Sign(bin, o.Sign); err == nil {
+				src, err = Sign(src, o.Sign)
+			}
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -116,6 +121,13 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			files[full] = b
 			if strings.HasSuffix(name, "repomd.xml") {
 				arts = append(arts, Artifact{Path: full, Kind: "repodata", Arch: arch})
+				if o.Sign != nil {
+					// dnf's repo_gpgcheck=1 reads repomd.xml.asc
+					if files[full+".asc"], err = o.Sign.Armored(b); err != nil {
+						return nil, nil, err
+					}
+					arts = append(arts, Artifact{Path: full + ".asc", Kind: "signature", Arch: arch})
+				}
 			}
 		}
 		step("repository %s: %d packages", RepoDir(o.Pkg, arch), len(infos))

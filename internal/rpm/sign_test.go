@@ -1,0 +1,130 @@
+package rpm
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/testenv"
+)
+
+// testSigner is a fresh RSA key, made for this test.
+func testSigner(t *testing.T) *sign.Signer {
+	t.Helper()
+	created := model.Packages.Released().Add(-24 * time.Hour)
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "key.asc")
+	os.WriteFile(file, priv, 0o600)
+	s, err := sign.Load(file, nil, model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func signedBuild(t *testing.T, builder string, s *sign.Signer, majors ...int) render.Files {
+	t.Helper()
+	o := options(builder, model.Packages.Released(), majors...)
+	o.Sign = s
+	return build(t, o)
+}
+
+// TestSignatures checks the signatures in the signature header with Go's
+// OpenPGP: the header one over the header, the other over header and
+// payload; the rest of the package is what the unsigned build wrote.
+func TestSignatures(t *testing.T) {
+	s := testSigner(t)
+	ring, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(s.PublicKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, plain := signedBuild(t, PureGo, s, 17), build(t, options(PureGo, model.Packages.Released(), 17))
+	again := signedBuild(t, PureGo, s, 17)
+	for _, name := range []string{"el9.x86_64/pg_lease_17-0.1.0-1PGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.1.0-1PGSTY.el9.src.rpm"} {
+		b := signed[name]
+		sig, err := readHeader(b, 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mainAt := 96 + sig.size + (8-sig.size%8)%8
+		main, _ := readHeader(b, mainAt)
+		byTag := map[int32][]byte{}
+		for _, e := range sig.entries {
+			byTag[e.tag] = e.data
+		}
+		for tag, covered := range map[int32][]byte{sigRSA: b[mainAt : mainAt+main.size], sigPGP: b[mainAt:]} {
+			if _, err := openpgp.CheckDetachedSignature(ring, bytes.NewReader(covered), bytes.NewReader(byTag[tag]), nil); err != nil {
+				t.Errorf("%s: signature tag %d: %v", name, tag, err)
+			}
+		}
+		if !bytes.HasSuffix(b, plain[name][mainAt-len(b)+len(plain[name]):]) || !bytes.Equal(b[:96], plain[name][:96]) {
+			t.Errorf("%s: signing changed more than the signature header", name)
+		}
+		if !bytes.Equal(b, again[name]) {
+			t.Errorf("%s: two signed builds differ", name)
+		}
+		// signing again replaces the signatures rather than adding more
+		twice, err := Sign(b, s)
+		if err != nil || !bytes.Equal(twice, b) {
+			t.Errorf("%s: signing a signed package changed it (%v)", name, err)
+		}
+	}
+	if _, err := openpgp.CheckArmoredDetachedSignature(ring, bytes.NewReader(signed["el9.x86_64/repodata/repomd.xml"]),
+		bytes.NewReader(signed["el9.x86_64/repodata/repomd.xml.asc"]), nil); err != nil {
+		t.Errorf("repomd.xml.asc: %v", err)
+	}
+}
+
+// TestRpmChecksTheSignatures imports the public key into a private rpm
+// database and has rpm -K check the pure Go and the rpmbuild packages,
+// then a package with one payload byte flipped.
+func TestRpmChecksTheSignatures(t *testing.T) {
+	testenv.Tools(t, "rpm", "rpmkeys", "rpmbuild")
+	s := testSigner(t)
+	dir := t.TempDir()
+	db, key := filepath.Join(dir, "db"), filepath.Join(dir, "RPM-GPG-KEY-pg_lease")
+	os.WriteFile(key, s.PublicKey(), 0o644)
+	if out, err := exec.Command("rpmkeys", "--dbpath", db, "--import", key).CombinedOutput(); err != nil {
+		t.Fatalf("rpmkeys --import: %v\n%s", err, out)
+	}
+	check := func(name string, b []byte) (string, error) {
+		f := filepath.Join(dir, filepath.Base(name))
+		os.WriteFile(f, b, 0o644)
+		out, err := exec.Command("rpmkeys", "--dbpath", db, "-Kv", f).CombinedOutput()
+		return string(out), err
+	}
+	name := "el9.x86_64/pg_lease_16-0.1.0-1PGSTY.el9.noarch.rpm"
+	for _, builder := range []string{PureGo, Rpmbuild} {
+		files := signedBuild(t, builder, s, 16)
+		for _, n := range []string{name, "SRPMS/pg_lease_16-0.1.0-1PGSTY.el9.src.rpm"} {
+			out, err := check(n, files[n])
+			keyID := strings.ToLower(s.Fingerprint()[32:])
+			if err != nil || !strings.Contains(out, "Header V4 RSA/SHA256 Signature, key ID "+keyID+": OK") ||
+				!strings.Contains(out, "V4 RSA/SHA256 Signature, key ID "+keyID+": OK") || strings.Contains(out, "BAD") || strings.Contains(out, "NOKEY") {
+				t.Errorf("%s (%s): rpm -K: %v\n%s", n, builder, err, out)
+			}
+		}
+		b := bytes.Clone(files[name])
+		b[len(b)-100] ^= 0xff // in the payload
+		if out, err := check(name, b); err == nil || !strings.Contains(out, "BAD") {
+			t.Errorf("%s (%s) with a flipped payload byte: rpm -K passed:\n%s", name, builder, out)
+		}
+	}
+	// and without the key, rpm says the key is missing
+	out, err := exec.Command("rpmkeys", "--dbpath", filepath.Join(dir, "empty"), "-Kv", filepath.Join(dir, filepath.Base(name))).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "NOKEY") {
+		t.Errorf("rpm -K without the key: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,213 @@
+// Package sign makes the OpenPGP signatures of the packages and the
+// repositories: binary detached signatures for RPM signature headers,
+// armored detached ones for repomd.xml and apt's Release.gpg, and the
+// cleartext-signed InRelease. Signatures are v4 with SHA-256 (EL9 refuses
+// SHA-1) and deterministic: no random salt, and a creation time fixed by
+// the build (SOURCE_DATE_EPOCH, or the key's creation if that is later), so
+// that the same key and input give the same bytes.
+package sign
+
+import (
+	"bytes"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/clearsign"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
+)
+
+// PassphraseEnv names the environment variable that holds the signing
+// key's passphrase; it is never a flag, so that it stays out of process
+// listings and shell history.
+const PassphraseEnv = "PGLEASE_SIGN_PASSPHRASE"
+
+// Signer signs with one private key.
+type Signer struct {
+	entity *openpgp.Entity
+	key    *packet.PrivateKey // the key that signs: the primary or a signing subkey
+	when   time.Time
+}
+
+// Load reads an armored private key and decrypts it with passphrase when
+// it is protected. Every way it can be unusable is a plain error.
+func Load(file string, passphrase []byte, when time.Time) (*Signer, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	defer f.Close()
+	ents, err := openpgp.ReadArmoredKeyRing(f)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: not an armored OpenPGP key (%v); make one with: pglease-gen keygen --out FILE", file, err)
+	}
+	if len(ents) != 1 {
+		return nil, fmt.Errorf("signing key %s: holds %d keys; give it exactly one", file, len(ents))
+	}
+	e := ents[0]
+	if e.PrivateKey == nil {
+		return nil, fmt.Errorf("signing key %s: holds only a public key; pass the private key (gpg --export-secret-keys --armor)", file)
+	}
+	if e.PrivateKey.Encrypted {
+		if len(passphrase) == 0 {
+			return nil, fmt.Errorf("signing key %s: is protected by a passphrase; put it in the environment variable %s", file, PassphraseEnv)
+		}
+		if err := e.DecryptPrivateKeys(passphrase); err != nil {
+			return nil, fmt.Errorf("signing key %s: the passphrase in %s does not unlock it (%v)", file, PassphraseEnv, err)
+		}
+	}
+	created := e.PrimaryKey.CreationTime
+	if when.Before(created) {
+		when = created // a signature older than its key is refused by gpgv
+	}
+	k, ok := e.SigningKey(when)
+	if !ok || k.PrivateKey == nil {
+		return nil, fmt.Errorf("signing key %s: has no key valid for signing at %s (expired, revoked or not a signing key)", file, when.UTC().Format(time.RFC3339))
+	}
+	if k.PrivateKey.Encrypted {
+		return nil, fmt.Errorf("signing key %s: its signing subkey is still encrypted", file)
+	}
+	return &Signer{entity: e, key: k.PrivateKey, when: when}, nil
+}
+
+func (s *Signer) config() *packet.Config {
+	no := false
+	return &packet.Config{
+		DefaultHash:                           crypto.SHA256,
+		Time:                                  func() time.Time { return s.when },
+		SigningKeyId:                          s.key.KeyId,
+		NonDeterministicSignaturesViaNotation: &no,
+	}
+}
+
+// RSA reports whether the signing key is RSA, which decides the RPM
+// signature tags (RSA/PGP or DSA/GPG, the latter for every other algorithm).
+func (s *Signer) RSA() bool {
+	switch s.key.PubKeyAlgo {
+	case packet.PubKeyAlgoRSA, packet.PubKeyAlgoRSASignOnly:
+		return true
+	}
+	return false
+}
+
+// Detached is a binary detached signature of data, as RPM stores it.
+func (s *Signer) Detached(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := openpgp.DetachSign(&buf, s.entity, bytes.NewReader(data), s.config()); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Armored is an armored detached signature of data (repomd.xml.asc,
+// Release.gpg).
+func (s *Signer) Armored(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&buf, s.entity, bytes.NewReader(data), s.config()); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// ClearSigned is data with a cleartext signature (apt's InRelease).
+func (s *Signer) ClearSigned(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := clearsign.Encode(&buf, s.key, s.config())
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// PublicKey is the armored public key, for rpm --import, dnf's gpgkey=
+// and apt's Signed-By.
+func (s *Signer) PublicKey() []byte {
+	var buf bytes.Buffer
+	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
+	if err == nil {
+		err = s.entity.Serialize(w)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		panic(err) // writes to memory of a key that was just read
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// Fingerprint is the primary key's fingerprint in upper-case hex.
+func (s *Signer) Fingerprint() string {
+	return strings.ToUpper(fmt.Sprintf("%x", s.entity.PrimaryKey.Fingerprint))
+}
+
+// Identity is the key's primary user id.
+func (s *Signer) Identity() string {
+	if id := s.entity.PrimaryIdentity(); id != nil {
+		return id.Name
+	}
+	return ""
+}
+
+// Generate makes a key for testing and for first use: RSA of bits, SHA-256
+// self-signatures, created at when; the private key is armored and, given
+// a passphrase, protected by it.
+func Generate(name, email string, bits int, passphrase []byte, when time.Time) (private, public []byte, err error) {
+	if name == "" || email == "" {
+		return nil, nil, errors.New("a key needs a name and an email")
+	}
+	cfg := &packet.Config{
+		Algorithm: packet.PubKeyAlgoRSA, RSABits: bits, DefaultHash: crypto.SHA256,
+		Time: func() time.Time { return when },
+	}
+	e, err := openpgp.NewEntity(name, "", email, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate a key: %w", err)
+	}
+	var pub bytes.Buffer
+	if err := armored(&pub, openpgp.PublicKeyType, e.Serialize); err != nil {
+		return nil, nil, err
+	}
+	// the self-signatures are made by SerializePrivate; the public copy
+	// above already carries them (NewEntity signed the identity)
+	if len(passphrase) > 0 {
+		if err := e.EncryptPrivateKeys(passphrase, cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	var priv bytes.Buffer
+	if err := armored(&priv, openpgp.PrivateKeyType, func(w io.Writer) error { return e.SerializePrivateWithoutSigning(w, cfg) }); err != nil {
+		return nil, nil, err
+	}
+	return priv.Bytes(), pub.Bytes(), nil
+}
+
+func armored(buf *bytes.Buffer, kind string, write func(io.Writer) error) error {
+	w, err := armor.Encode(buf, kind, nil)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	return nil
+}
