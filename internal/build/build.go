@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/rpm"
+	"github.com/pglease/pglease-gen/internal/sign"
 )
 
 // Options configure Build.
@@ -33,6 +35,10 @@ type Options struct {
 	Builders []string
 	Time     time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step     func(format string, args ...any)
+	Sign     *sign.Signer // nil: unsigned
+	// RepoURL is where the output will be published; given, the build
+	// writes a .repo and a .sources file pointing there.
+	RepoURL string
 }
 
 // ParseBuilders reads --builder: go, rpmbuild, dpkg, or a comma list of
@@ -63,11 +69,15 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if slices.Contains(o.Builders, deb.Dpkg) {
 		db = deb.Dpkg
 	}
-	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step})
+	repoURL, err := ParseRepoURL(o.RepoURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step})
+	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign})
+	if err != nil {
+		return nil, nil, err
+	}
+	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,6 +85,20 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		files[n] = b
 	}
 	arts = append(arts, debArts...)
+	var key []byte
+	keyURL := ""
+	if o.Sign != nil {
+		key = o.Sign.PublicKey()
+		files[o.Ext.RPMKeyFile()] = key
+		arts = append(arts, dist.Artifact{Path: o.Ext.RPMKeyFile(), Kind: "public-key"})
+		keyURL = repoURL + "/" + o.Ext.RPMKeyFile()
+	}
+	if repoURL != "" {
+		files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name, o.Ext.Name+" for EL9 ($basearch)",
+			repoURL+"/"+rpm.RepoDir(o.Pkg, "$basearch"), keyURL)
+		files[o.Ext.SourcesFile()] = deb.Sources(o.Pkg, o.Ext.DebSource(), repoURL+"/"+deb.RepoDir, key)
+		arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"}, dist.Artifact{Path: o.Ext.SourcesFile(), Kind: "repo-file"})
+	}
 	files["SHA256SUMS"] = Sums(files)
 	arts = append(arts, dist.Artifact{Path: "SHA256SUMS", Kind: "checksums"})
 	for i := range arts {
@@ -83,6 +107,20 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		arts[i].Size, arts[i].SHA256 = len(b), hex.EncodeToString(sum[:])
 	}
 	return files, arts, nil
+}
+
+// ParseRepoURL checks --repo-url: an absolute http, https or file URL
+// without query or fragment; the result has no trailing slash. "" stays "".
+func ParseRepoURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || u.RawQuery != "" || u.Fragment != "" ||
+		(u.Scheme != "file" && u.Host == "") {
+		return "", fmt.Errorf("--repo-url %q is not an absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s)
+	}
+	return strings.TrimRight(s, "/"), nil
 }
 
 // Sums is the SHA256SUMS of files, as sha256sum writes it.

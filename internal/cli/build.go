@@ -16,10 +16,12 @@ import (
 	"github.com/pglease/pglease-gen/internal/build"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
+	"github.com/pglease/pglease-gen/internal/sign"
 )
 
 type buildCmd struct {
 	out, pg, suffix, builder string
+	signKey, repoURL         string
 	json                     bool
 }
 
@@ -34,10 +36,17 @@ func newBuild() *cobra.Command {
 			"with their metadata, plus SHA256SUMS. The default builder writes the\n" +
 			"packages in pure Go; --builder rpmbuild runs the spec through rpmbuild.\n" +
 			"SOURCE_DATE_EPOCH (default: the newest changelog date) sets every time\n" +
-			"stamp: two builds with the same value are byte-identical.",
+			"stamp: two builds with the same value are byte-identical.\n\n" +
+			"--sign-key FILE (an armored OpenPGP private key; its passphrase, if any, in\n" +
+			"the environment variable " + sign.PassphraseEnv + ") signs every RPM and SRPM, each\n" +
+			"repodata/repomd.xml (repomd.xml.asc) and the apt Release (Release.gpg,\n" +
+			"InRelease), and writes the public key as " + model.PgLease.RPMKeyFile() + ". --repo-url URL\n" +
+			"(where the output will be published) writes " + model.PgLease.RepoFile() + " and " + model.PgLease.SourcesFile() + "\n" +
+			"for hosts, checking signatures when the build is signed.",
 		Example: "  pglease-gen build\n" +
 			"  pglease-gen build --pg 16,17 --release-suffix PGDG --builder rpmbuild --out /tmp/dist\n" +
-			"  SOURCE_DATE_EPOCH=1767225600 pglease-gen build --json",
+			"  SOURCE_DATE_EPOCH=1767225600 pglease-gen build --json\n" +
+			"  " + sign.PassphraseEnv + "=... pglease-gen build --sign-key release-key.asc --repo-url https://packages.example.org/pg_lease",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
 	}
@@ -46,6 +55,8 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix: "+strings.Join(model.Packages.Suffixes, " or "))
 	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
+	f.StringVar(&c.signKey, "sign-key", "", "armored OpenPGP private key to sign with (passphrase in $"+sign.PassphraseEnv+"); default: unsigned")
+	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFile())
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
 	return cmd
 }
@@ -67,6 +78,15 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if _, err := build.ParseRepoURL(c.repoURL); err != nil {
+		return err
+	}
+	var signer *sign.Signer
+	if c.signKey != "" {
+		if signer, err = sign.Load(c.signKey, []byte(os.Getenv(sign.PassphraseEnv)), when); err != nil {
+			return err
+		}
+	}
 	progress := cmd.OutOrStdout()
 	if c.json {
 		progress = cmd.ErrOrStderr()
@@ -77,7 +97,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	}
 	files, arts, err := build.Build(cmd.Context(), build.Options{
 		Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files, Majors: majors,
-		Suffix: suffix, Builders: builders, Time: when, Step: step,
+		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
 	})
 	if err != nil {
 		return err
@@ -86,12 +106,23 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		return err
 	}
 	step("wrote %d files into %s", len(files), c.out)
+	signedBy := ""
+	if signer != nil {
+		signedBy = signer.Fingerprint()
+		step("signed with %s (%s)", signedBy, signer.Identity())
+	} else {
+		step("unsigned: pass --sign-key FILE to sign the packages and repositories")
+	}
+	if c.repoURL == "" {
+		step("no --repo-url: %s and %s are not written", model.PgLease.RepoFile(), model.PgLease.SourcesFile())
+	}
 	if c.json {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
 			"name": model.PgLease.Name, "version": model.PgLease.Version, "release_suffix": suffix,
 			"builder": c.builder, "source_date_epoch": when.Unix(), "out": c.out, "artifacts": arts,
+			"signed_by": signedBy,
 		})
 	}
 	w := cmd.OutOrStdout()

@@ -66,6 +66,6 @@ func newRoot() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newStress(), newVersion())
+	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newKeygen(), newStress(), newVersion())
 	return root
 }

@@ -128,8 +128,12 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		if !cmd.Flags().Changed("image") {
 			opts.Image = images.EL9Repository
 		}
+		key, err := runner.FindKey(c.rpm, repo, model.PgLease)
+		if err != nil {
+			return err
+		}
 		opts.Layout = layout.PGDG
-		opts.Install = runner.DNFInstall(model.PgLease, repo)
+		opts.Install = runner.DNFInstall(model.PgLease, repo, key)
 	}
 	if c.deb != "" {
 		repo, err := runner.FindAptRepo(c.deb, model.Packages)
@@ -139,8 +143,12 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		if !cmd.Flags().Changed("image") {
 			opts.Image = images.DebianRepository
 		}
+		key, err := runner.FindKey(c.deb, repo, model.PgLease)
+		if err != nil {
+			return err
+		}
 		opts.Layout = layout.Debian
-		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo)
+		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo, key)
 	}
 	// the local images cannot have a major that has no server build for
 	// the architecture: skip it, saying why (an image supplied with

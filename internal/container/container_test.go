@@ -326,7 +326,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 	o.Image = images.DebianRepository
 	// the image of 16, the package (and layout) of 17
 	o.Layout = func(int) layout.Layout { return layout.Debian(17) }
-	o.Install = runner.AptInstall(model.PgLease, model.Packages, repo)
+	o.Install = runner.AptInstall(model.PgLease, model.Packages, repo, nil)
 	rs, err := Run(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)

@@ -109,6 +109,17 @@ func (p Packaging) Released() time.Time { return p.Changelog[0].Time() }
 // PackageName is the RPM name for a major, e.g. pg_lease_17.
 func (e Extension) PackageName(major int) string { return fmt.Sprintf("%s_%d", e.Name, major) }
 
+// RPMKeyFile is the public signing key's file name in the build output,
+// as EL repositories name theirs: RPM-GPG-KEY-pg_lease.
+func (e Extension) RPMKeyFile() string { return "RPM-GPG-KEY-" + e.Name }
+
+// RepoFile is the dnf repository file a host drops into /etc/yum.repos.d.
+func (e Extension) RepoFile() string { return e.Name + ".repo" }
+
+// SourcesFile is the apt sources file a host drops into
+// /etc/apt/sources.list.d.
+func (e Extension) SourcesFile() string { return e.Name + ".sources" }
+
 // ServerPackage is the PGDG server package a major's RPM requires.
 func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server", major) }
 

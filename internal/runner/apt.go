@@ -33,7 +33,10 @@ func FindAptRepo(dir string, pkg model.Packaging) (string, error) {
 // postgresql-N from the image's own repository. Its check, after the
 // suites, runs `apt-get purge -y postgresql-N-pg-lease` and fails if the
 // package or any of its files is still there.
-func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer {
+//
+// Given the public key of a signed build (FindKey), apt checks the
+// repository's signature (Signed-By, no trusted=yes).
+func AptInstall(ext model.Extension, pkg model.Packaging, repo string, key []byte) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root := t.Root()
 		archive, err := tarDir(repo)
@@ -46,8 +49,8 @@ func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer
 		if err := t.Upload(ctx, aptRepoInContainer, archive); err != nil {
 			return nil, err
 		}
-		list := fmt.Sprintf("deb [trusted=yes] file:%s %s %s\n", aptRepoInContainer, pkg.DebCodename, deb.Component)
-		if err := uploadFile(ctx, t, "/etc/apt/sources.list.d", "pg_lease.list", []byte(list)); err != nil {
+		sources := deb.Sources(pkg, ext.DebSource(), "file:"+aptRepoInContainer, key)
+		if err := uploadFile(ctx, t, "/etc/apt/sources.list.d", ext.SourcesFile(), sources); err != nil {
 			return nil, err
 		}
 		apt := func(ctx context.Context, args ...string) ([]byte, error) {
@@ -60,7 +63,7 @@ func AptInstall(ext model.Extension, pkg model.Packaging, repo string) Installer
 		if _, err := apt(ctx, "update"); err != nil {
 			return nil, err
 		}
-		stage("apt-get install -y " + name)
+		stage("apt-get install -y " + name + signedWord(key))
 		if _, err := apt(ctx, "install", "--no-install-recommends", name); err != nil {
 			return nil, err
 		}

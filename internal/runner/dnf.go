@@ -35,7 +35,12 @@ func FindRepo(dir string, pkg model.Packaging, arch string) (string, error) {
 // the image's own repositories. Its check, after the suites, runs
 // `dnf remove -y pg_lease_N` and fails if the package or any of its files
 // is still there.
-func DNFInstall(ext model.Extension, repo string) Installer {
+//
+// Given the public key of a signed build (FindKey), dnf checks the
+// signatures of the packages and of repomd.xml (gpgcheck=1,
+// repo_gpgcheck=1), and the installed package must carry a signature by
+// that key.
+func DNFInstall(ext model.Extension, repo string, key []byte) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root, l := t.Root(), t.Layout()
 		archive, err := tarDir(repo)
@@ -48,14 +53,31 @@ func DNFInstall(ext model.Extension, repo string) Installer {
 		if err := t.Upload(ctx, repoInContainer, archive); err != nil {
 			return nil, err
 		}
-		conf := fmt.Sprintf("[pg_lease]\nname=pg_lease packages under test\nbaseurl=file://%s\nenabled=1\ngpgcheck=0\n", repoInContainer)
-		if err := uploadFile(ctx, t, "/etc/yum.repos.d", "pg_lease.repo", []byte(conf)); err != nil {
+		keyURL := ""
+		if key != nil {
+			if err := uploadFile(ctx, t, repoInContainer, ext.RPMKeyFile(), key); err != nil {
+				return nil, err
+			}
+			keyURL = "file://" + path.Join(repoInContainer, ext.RPMKeyFile())
+		}
+		conf := rpm.RepoFile(ext.Name, ext.Name+" packages under test", "file://"+repoInContainer, keyURL)
+		if err := uploadFile(ctx, t, "/etc/yum.repos.d", ext.RepoFile(), conf); err != nil {
 			return nil, err
 		}
 		name := ext.PackageName(l.Major)
-		stage("dnf install -y " + name)
+		stage("dnf install -y " + name + signedWord(key))
 		if _, err := Output(ctx, root, "dnf", "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
 			return nil, err
+		}
+		if key != nil {
+			id, err := KeyID(key)
+			if err != nil {
+				return nil, err
+			}
+			sig, err := Output(ctx, root, "rpm", "-q", "--qf", "%{RSAHEADER:pgpsig}", name)
+			if err != nil || !strings.Contains(string(sig), "Key ID "+id) {
+				return nil, fmt.Errorf("%s is installed without a signature by key %s: %q (%v)", name, id, sig, err)
+			}
 		}
 		if _, err := Output(ctx, root, "rpm", "-q", name, model.ServerPackage(l.Major)); err != nil {
 			return nil, fmt.Errorf("after dnf install: %w", err)

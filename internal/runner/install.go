@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
+	"golang.org/x/crypto/openpgp"
 )
 
 // CopyFiles is the installer of a plain run: it renders the extension and
@@ -98,4 +100,36 @@ func noneLeft(ctx context.Context, root suite.Executor, what string, files []str
 		return errors.New(what + " left files behind: " + strings.Join(left, " "))
 	}
 	return nil
+}
+
+// FindKey returns the public key of a signed build: the key file in dir
+// (the output of pglease-gen build) or beside the repository tree found in
+// it; nil when the build is unsigned.
+func FindKey(dir, repo string, ext model.Extension) ([]byte, error) {
+	for _, d := range []string{dir, filepath.Dir(repo)} {
+		b, err := os.ReadFile(filepath.Join(d, ext.RPMKeyFile()))
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// KeyID is the long key id of an armored public key, as rpm prints it.
+func KeyID(key []byte) (string, error) {
+	ents, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(key))
+	if err != nil || len(ents) != 1 {
+		return "", fmt.Errorf("the build's public key is not one armored OpenPGP key (%v)", err)
+	}
+	return fmt.Sprintf("%016x", ents[0].PrimaryKey.KeyId), nil
+}
+
+func signedWord(key []byte) string {
+	if key == nil {
+		return " (unsigned build: signatures not checked)"
+	}
+	return " (signatures checked)"
 }

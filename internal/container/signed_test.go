@@ -1,0 +1,166 @@
+package container
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/deb"
+	"github.com/pglease/pglease-gen/internal/images"
+	"github.com/pglease/pglease-gen/internal/layout"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/rpm"
+	"github.com/pglease/pglease-gen/internal/runner"
+	"github.com/pglease/pglease-gen/internal/sign"
+)
+
+// signedBuild builds PostgreSQL 16's packages signed with a key made for
+// the test; tamper may change the files before they are written.
+func signedBuild(t *testing.T, tamper func(render.Files, *sign.Signer)) string {
+	t.Helper()
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.asc")
+	os.WriteFile(keyFile, priv, 0o600)
+	s, err := sign.Load(keyFile, nil, model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: []int{16}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tamper != nil {
+		tamper(files, s)
+	}
+	dir := t.TempDir()
+	if err := render.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// install runs the dnf or apt installer of a signed build on 16 and
+// returns the major's error (nil when the suites passed).
+func install(t *testing.T, kind, dir string) error {
+	t.Helper()
+	p := pool(t)
+	o := options(16, pglease.Files, "")
+	var repo string
+	var err error
+	if kind == "rpm" {
+		o.Image, o.Layout = images.EL9Repository, layout.PGDG
+		repo, err = runner.FindRepo(dir, model.Packages, runtime.GOARCH)
+	} else {
+		o.Image = images.DebianRepository
+		repo, err = runner.FindAptRepo(dir, model.Packages)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckImages(p, o.Image, []int{16}, runtime.GOARCH); err != nil {
+		t.Fatalf("%v\n(make images builds them)", err)
+	}
+	key, err := runner.FindKey(dir, repo, model.PgLease)
+	if err != nil || key == nil {
+		t.Fatalf("no public key in the signed build: %v", err)
+	}
+	if kind == "rpm" {
+		o.Install = runner.DNFInstall(model.PgLease, repo, key)
+	} else {
+		o.Install = runner.AptInstall(model.PgLease, model.Packages, repo, key)
+	}
+	rs, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs[0].Err
+}
+
+const rpm16 = "pg_lease_16-0.1.0-1PGSTY.el9.noarch.rpm"
+
+// TestSignedInstalls: dnf with gpgcheck=1 and repo_gpgcheck=1, and apt
+// without trusted=yes, install the signed packages and the suites pass.
+func TestSignedInstalls(t *testing.T) {
+	t.Parallel()
+	dir := signedBuild(t, nil)
+	for _, kind := range []string{"rpm", "deb"} {
+		if err := install(t, kind, dir); err != nil {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+}
+
+// TestTamperingIsRefused flips one byte where each check must catch it;
+// dnf and apt refuse with their own messages.
+func TestTamperingIsRefused(t *testing.T) {
+	t.Parallel()
+	tree := rpm.RepoDir(model.Packages, model.ELArch(runtime.GOARCH))
+	for _, c := range []struct {
+		name, kind string
+		tamper     func(render.Files, *sign.Signer)
+		want       string
+	}{
+		{"a packaged file's payload", "rpm", func(f render.Files, s *sign.Signer) {
+			name := path.Join(tree, rpm16)
+			b := bytes.Clone(f[name])
+			b[len(b)-64] ^= 0x01
+			f[name] = b
+			// a repository that matches the tampered package, signed: only
+			// the package's own signature can catch it
+			info, err := rpm.ReadInfo(rpm16, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, err := rpm.Repodata([]rpm.Info{info}, int(model.Packages.Released().Unix()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, body := range md {
+				f[path.Join(tree, n)] = body
+			}
+			f[path.Join(tree, "repodata/repomd.xml.asc")], _ = s.Armored(md["repodata/repomd.xml"])
+		}, "Error: GPG check FAILED"},
+		{"repomd.xml", "rpm", func(f render.Files, _ *sign.Signer) {
+			name := path.Join(tree, "repodata/repomd.xml")
+			f[name] = bytes.Replace(f[name], []byte("<revision>"), []byte("<revision>1"), 1)
+		}, "GPG signature verification error"},
+		{"Packages", "deb", func(f render.Files, _ *sign.Signer) {
+			for _, arch := range model.Packages.DebArches {
+				dir := path.Join(deb.RepoDir, "dists", model.Packages.DebCodename, deb.Component, "binary-"+arch)
+				b := bytes.Replace(f[path.Join(dir, "Packages")], []byte("Priority: optional"), []byte("Priority: optionaL"), 1)
+				f[path.Join(dir, "Packages")] = b
+				var gz bytes.Buffer
+				zw := gzip.NewWriter(&gz)
+				zw.Write(b)
+				zw.Close()
+				f[path.Join(dir, "Packages.gz")] = gz.Bytes()
+			}
+		}, "Hash Sum mismatch"},
+		{"Release", "deb", func(f render.Files, _ *sign.Signer) {
+			dir := path.Join(deb.RepoDir, "dists", model.Packages.DebCodename)
+			for _, n := range []string{"Release", "InRelease"} {
+				f[path.Join(dir, n)] = bytes.Replace(f[path.Join(dir, n)], []byte("Label: "), []byte("Label: x"), 1)
+			}
+		}, "signatures were invalid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := install(t, c.kind, signedBuild(t, c.tamper))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v; want %q", err, c.want)
+			}
+		})
+	}
+}
