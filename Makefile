@@ -18,6 +18,7 @@
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make deb-proof            the same with the debs and apt-get on Debian
+#   make lint-ci              actionlint (with shellcheck) on the CI pipeline
 #   make arm64-ci             the bounded arm64 check make test runs, under
 #                             qemu: both suites and the dnf install proof on
 #                             PostgreSQL $(ARM64_CI_PG) in arm64 containers
@@ -53,7 +54,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -71,7 +72,7 @@ endif
 all: $(DATA)
 $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images go-test matrix rpm-proof deb-proof soak stress-ci fuzz bench bench-quick suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test matrix signed-dist rpm-proof deb-proof soak stress-ci fuzz bench bench-quick suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -85,7 +86,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) go-test stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
+	$(MAKE) lint-ci go-test stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
@@ -97,6 +98,11 @@ docker:
 
 images: docker
 	$(GO) run ./cmd/pglease-gen images --pg $(PG)
+
+# The CI pipeline users' CI runs (.github/workflows), linted by actionlint
+# (pinned as a tool in go.mod; it runs shellcheck on the scripts).
+lint-ci:
+	$(GO) tool actionlint
 
 go-test:
 	$(GO) vet ./...
@@ -126,32 +132,38 @@ bench:
 bench-quick:
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -out ../$(BUILD)/bench-quick
 
+# The proofs install a build signed with a key made for the tests (never
+# committed; kept in build/), so dnf runs with gpgcheck=1 and
+# repo_gpgcheck=1 and apt with Signed-By.
+SIGN_KEY := $(BUILD)/test-signing-key.asc
+$(SIGN_KEY):
+	@mkdir -p $(BUILD)
+	$(GO) run ./cmd/pglease-gen keygen --out $@ --name "pg_lease test packages"
+signed-dist: $(SIGN_KEY)
+	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist --sign-key $(SIGN_KEY)
+
 # The packages as users get them: pglease-gen build, then on each major's
 # EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.
-rpm-proof:
-	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
+rpm-proof: signed-dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
 
 # The debs as users get them: on each major's Debian image (Debian's own
 # postgresql-15, -17, -18; stand-ins of the pinned builds for 14 and 16)
 # `apt-get install -y postgresql-N-pg-lease`, both suites, `apt-get purge`.
-deb-proof:
-	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
+deb-proof: signed-dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
 
 # arm64 under qemu's emulation. The bounded check takes one major whose
 # arm64 images need only the one arm64 root file system (16 comes from the
 # pinned npm build; 15, 17 and 18 install Debian's own packages, emulated).
 ARM64_CI_PG ?= 16
-arm64-ci: docker
+arm64-ci: docker signed-dist
 	$(GO) run ./cmd/pglease-gen images --arch arm64 --pg $(ARM64_CI_PG)
-	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --image $(PGLEASE_IMAGE) --results $(BUILD)/results-arm64 --junit $(BUILD)/junit-arm64.xml
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --rpm $(BUILD)/dist --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
 
-matrix-arm64: docker
+matrix-arm64: docker signed-dist
 	$(GO) run ./cmd/pglease-gen images --arch arm64 --pg all
-	$(GO) run ./cmd/pglease-gen build --out $(BUILD)/dist
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --image $(PGLEASE_IMAGE) --results $(BUILD)/results-arm64 --junit $(BUILD)/junit-arm64.xml
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --rpm $(BUILD)/dist --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --deb $(BUILD)/dist --results $(BUILD)/results-arm64-deb --junit $(BUILD)/junit-arm64-deb.xml

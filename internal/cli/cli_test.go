@@ -15,6 +15,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sign"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -214,11 +215,21 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 		t.Fatal(errs)
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	keys := t.TempDir()
+	t.Setenv(sign.PassphraseEnv, "right")
+	if code, _, errs := run(t, "keygen", "--out", filepath.Join(keys, "k.asc"), "--bits", "2048"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	t.Setenv(sign.PassphraseEnv, "wrong")
 	for _, tc := range []struct {
 		args  []string
 		epoch string
 		want  string
 	}{
+		{[]string{"--sign-key", filepath.Join(keys, "k.asc")}, "", "the passphrase in " + sign.PassphraseEnv + " does not unlock it"},
+		{[]string{"--sign-key", filepath.Join(keys, "k.asc.pub")}, "", "holds only a public key"},
+		{[]string{"--sign-key", filepath.Join(keys, "none.asc")}, "", "no such file"},
+		{[]string{"--repo-url", "packages.example.org/pg_lease"}, "", "is not an absolute http(s) or file URL"},
 		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PGSTY, PIGSTY, PGDG`},
 		{[]string{"--pg", "13"}, "", `unsupported PostgreSQL major "13"`},
 		{[]string{"--builder", "fpm"}, "", `unknown --builder "fpm"`},
@@ -231,6 +242,10 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 		}
 	}
 	t.Setenv("SOURCE_DATE_EPOCH", "")
+	t.Setenv(sign.PassphraseEnv, "")
+	if code, _, errs := run(t, "build", "--out", out, "--sign-key", filepath.Join(keys, "k.asc")); code != ExitUsage || !strings.Contains(errs, "protected by a passphrase") {
+		t.Errorf("a protected key without a passphrase: exit %d, %q", code, errs)
+	}
 	after, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
 	if !bytes.Equal(before, after) {
 		t.Error("a refused build changed the output")
@@ -242,6 +257,54 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(foreign, "thesis.tex")); string(b) != "mine" {
 		t.Error("build touched a foreign directory")
+	}
+}
+
+// TestSignedBuild signs with a key keygen made: the build names the key,
+// writes the public key and the host files, and is byte-identical when
+// repeated; keygen never overwrites a key.
+func TestSignedBuild(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k.asc")
+	t.Setenv(sign.PassphraseEnv, "")
+	if code, out, errs := run(t, "keygen", "--out", key, "--bits", "2048"); code != ExitOK || !strings.Contains(out, "wrote "+key) {
+		t.Fatalf("keygen: exit %d\n%s%s", code, out, errs)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("private key mode: %v %v", st.Mode(), err)
+	}
+	before, _ := os.ReadFile(key)
+	if code, _, errs := run(t, "keygen", "--out", key); code != ExitUsage || !strings.Contains(errs, "never overwrites") {
+		t.Errorf("keygen over an existing key: exit %d, %q", code, errs)
+	}
+	if after, _ := os.ReadFile(key); !bytes.Equal(before, after) {
+		t.Error("keygen changed an existing key")
+	}
+	var sums [2][]byte
+	for i := range sums {
+		out := filepath.Join(dir, fmt.Sprint("dist", i))
+		code, stdout, errs := run(t, "build", "--out", out, "--pg", "17", "--sign-key", key, "--repo-url", "https://packages.example.org/pg_lease/")
+		if code != ExitOK || !strings.Contains(stdout, "signed with ") {
+			t.Fatalf("exit %d\n%s%s", code, stdout, errs)
+		}
+		sums[i], _ = os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+		repo, _ := os.ReadFile(filepath.Join(out, "pg_lease.repo"))
+		pub, _ := os.ReadFile(key + ".pub")
+		mine, _ := os.ReadFile(filepath.Join(out, model.PgLease.RPMKeyFile()))
+		if !strings.Contains(string(repo), "baseurl=https://packages.example.org/pg_lease/el9.$basearch\n") ||
+			!strings.Contains(string(repo), "gpgcheck=1\nrepo_gpgcheck=1\ngpgkey=https://packages.example.org/pg_lease/RPM-GPG-KEY-pg_lease\n") {
+			t.Errorf("pg_lease.repo:\n%s", repo)
+		}
+		if !bytes.Equal(pub, mine) {
+			t.Error("the build's public key is not keygen's")
+		}
+	}
+	if !bytes.Equal(sums[0], sums[1]) {
+		t.Errorf("two signed builds differ:\n%s\n%s", sums[0], sums[1])
+	}
+	code, stdout, _ := run(t, "build", "--out", filepath.Join(dir, "plain"), "--pg", "17")
+	if code != ExitOK || !strings.Contains(stdout, "unsigned: pass --sign-key FILE") {
+		t.Errorf("an unsigned build does not say so:\n%s", stdout)
 	}
 }
 
