@@ -116,13 +116,7 @@ func Sources(pkg model.Packaging, source, uri string, key []byte) []byte {
 		b.WriteString("Trusted: yes\n")
 		return []byte(b.String())
 	}
-	b.WriteString("Signed-By:\n")
-	for _, l := range strings.Split(strings.TrimRight(string(key), "\n"), "\n") {
-		if l == "" {
-			l = "."
-		}
-		b.WriteString(" " + l + "\n")
-	}
+	b.WriteString("Signed-By:\n" + render.DebianText(string(key)) + "\n")
 	return []byte(b.String())
 }
 
