@@ -22,7 +22,7 @@ import (
 type buildCmd struct {
 	out, pg, suffix, builder string
 	signKey, repoURL         string
-	json                     bool
+	json, allowUnsigned      bool
 }
 
 func newBuild() *cobra.Command {
@@ -57,6 +57,7 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
 	f.StringVar(&c.signKey, "sign-key", "", "armored OpenPGP private key to sign with (passphrase in $"+sign.PassphraseEnv+"); default: unsigned")
 	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFile())
+	f.BoolVar(&c.allowUnsigned, "allow-unsigned", false, "with --repo-url and no --sign-key: write host files that check no signatures")
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
 	return cmd
 }
@@ -80,6 +81,10 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	}
 	if _, err := build.ParseRepoURL(c.repoURL); err != nil {
 		return err
+	}
+	if c.repoURL != "" && c.signKey == "" && !c.allowUnsigned {
+		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
+			model.PgLease.RepoFile(), model.PgLease.SourcesFile())
 	}
 	var signer *sign.Signer
 	if c.signKey != "" {

@@ -150,24 +150,23 @@ func TestTestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestNoArm64Build14 needs no Docker: on arm64 the local images cannot
-// have PostgreSQL 14, so it is skipped, said so and counted; named
-// explicitly it fails the run.
+// TestNoArm64Build14: the local images cannot have PostgreSQL 14 for
+// arm64; with --pg all it is skipped and counted, named it is a usage
+// error before anything runs; an image of the user's runs it.
 func TestNoArm64Build14(t *testing.T) {
-	dir := t.TempDir()
-	report := filepath.Join(dir, "junit.xml")
-	code, out, errs := run(t, "test", "--pg", "14", "--arch", "aarch64", "--image", "pglease/el9", "--results", dir, "--junit", report)
-	if code != ExitFailure || !strings.Contains(errs, "PostgreSQL 14 was named but cannot run here for arm64") {
-		t.Errorf("--pg 14: exit %d, stderr %q; want exit 1 saying 14 cannot run", code, errs)
+	code, _, errs := run(t, "test", "--pg", "14,16", "--arch", "aarch64", "--image", "pglease/el9")
+	if code != ExitUsage || !strings.Contains(errs, "no server build of PostgreSQL 14 for arm64 here") || !strings.Contains(errs, "--image REPO (the tag is 14-arm64)") {
+		t.Errorf("--pg 14,16: exit %d, stderr %q; want exit 2 saying why and what to do", code, errs)
 	}
-	for _, want := range []string{"pg14  skip   no server build of PostgreSQL 14 for arm64 here", "--image REPO (the tag is 14-arm64)",
-		"\n0 passed, 0 failed, 1 skipped (PostgreSQL 14)\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	runs, skipped, err := plan([]int{14, 15, 16}, "arm64", "pglease/postgres", true)
+	if err != nil || fmt.Sprint(runs) != "[15 16]" || len(skipped) != 1 || skipped[0].Major != 14 || !strings.Contains(skipped[0].Skipped, "no server build") {
+		t.Errorf("--pg all: run %v, skipped %+v, %v", runs, skipped, err)
 	}
-	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`<testsuite name="pg14.regress" tests="1" failures="0" errors="0" skipped="1"`)) {
-		t.Errorf("JUnit report: %v\n%s", err, b)
+	if runs, skipped, err := plan([]int{14}, "arm64", "postgres", false); err != nil || fmt.Sprint(runs) != "[14]" || len(skipped) != 0 {
+		t.Errorf("an image of the user's: run %v, skipped %+v, %v", runs, skipped, err)
+	}
+	if runs, _, err := plan([]int{14}, "amd64", "pglease/postgres", false); err != nil || fmt.Sprint(runs) != "[14]" {
+		t.Errorf("amd64: run %v, %v", runs, err)
 	}
 }
 
@@ -230,6 +229,7 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 		{[]string{"--sign-key", filepath.Join(keys, "k.asc.pub")}, "", "holds only a public key"},
 		{[]string{"--sign-key", filepath.Join(keys, "none.asc")}, "", "no such file"},
 		{[]string{"--repo-url", "packages.example.org/pg_lease"}, "", "is not an absolute http(s) or file URL"},
+		{[]string{"--repo-url", "https://packages.example.org/pg_lease"}, "", "with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned"},
 		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PGSTY, PIGSTY, PGDG`},
 		{[]string{"--pg", "13"}, "", `unsupported PostgreSQL major "13"`},
 		{[]string{"--builder", "fpm"}, "", `unknown --builder "fpm"`},

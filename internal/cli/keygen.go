@@ -37,8 +37,10 @@ func newKeygen() *cobra.Command {
 			if c.bits < 2048 || c.bits > 8192 {
 				return fmt.Errorf("--bits %d: use 2048 to 8192 (3072 is the default)", c.bits)
 			}
-			if _, err := os.Stat(c.out); !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%s exists: keygen never overwrites a key; choose another --out", c.out)
+			for _, f := range []string{c.out, c.out + ".pub"} {
+				if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%s exists: keygen never overwrites a key; choose another --out", f)
+				}
 			}
 			priv, pub, err := sign.Generate(c.name, c.email, c.bits, []byte(os.Getenv(sign.PassphraseEnv)), time.Now().UTC().Truncate(time.Second))
 			if err != nil {

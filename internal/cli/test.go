@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,7 +58,7 @@ func newTest() *cobra.Command {
 			"--arch arm64 (or aarch64) runs arm64 images, tagged MAJOR-arm64, under qemu's\n" +
 			"emulation; --rpm then installs from el9.aarch64 and --deb from binary-arm64.\n" +
 			"The local images have no arm64 PostgreSQL 14: --pg all skips it and says so\n" +
-			"(the exit status counts only failures); --pg 14 fails.",
+			"(the exit status counts only failures); --pg 14 is a usage error.",
 		Example: "  pglease-gen test --pg all\n" +
 			"  pglease-gen test --pg 14,17 --image pglease/postgres --junit build/junit.xml\n" +
 			"  pglease-gen test --pg 16 --arch aarch64 --rpm dist\n" +
@@ -128,7 +130,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		if !cmd.Flags().Changed("image") {
 			opts.Image = images.EL9Repository
 		}
-		key, err := runner.FindKey(c.rpm, repo, model.PgLease)
+		key, err := runner.FindKey(c.rpm, repo, "repodata/repomd.xml.asc", model.PgLease)
 		if err != nil {
 			return err
 		}
@@ -143,24 +145,17 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		if !cmd.Flags().Changed("image") {
 			opts.Image = images.DebianRepository
 		}
-		key, err := runner.FindKey(c.deb, repo, model.PgLease)
+		key, err := runner.FindKey(c.deb, repo, path.Join("dists", model.Packages.DebCodename, "InRelease"), model.PgLease)
 		if err != nil {
 			return err
 		}
 		opts.Layout = layout.Debian
 		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo, key)
 	}
-	// the local images cannot have a major that has no server build for
-	// the architecture: skip it, saying why (an image supplied with
-	// --image runs whatever it has)
 	var skipped []container.MajorResult
-	for _, m := range majors {
-		_, err := images.ServerFor(m, arch)
-		if images.Local(opts.Image) && errors.Is(err, images.ErrNoBuild) {
-			skipped = append(skipped, container.MajorResult{Major: m, Image: images.Ref(opts.Image, m, arch), Skipped: err.Error()})
-			continue
-		}
-		opts.Majors = append(opts.Majors, m)
+	opts.Majors, skipped, err = plan(majors, arch, opts.Image, strings.TrimSpace(c.pg) == "all")
+	if err != nil {
+		return err
 	}
 	var results []container.MajorResult
 	out := cmd.OutOrStdout()
@@ -193,10 +188,27 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 			return &exitError{ExitFailure, errors.New("tests failed")}
 		}
 	}
-	if len(skipped) > 0 && c.pg != "all" {
-		return &exitError{ExitFailure, fmt.Errorf("PostgreSQL %d was named but cannot run here for %s", skipped[0].Major, arch)}
-	}
 	return nil
+}
+
+// plan splits the majors into those to run and those to skip: the local
+// images cannot have a major that has no server build for the
+// architecture, so with --pg all it is skipped, saying why; named, it is
+// an error before anything runs. An image supplied with --image runs
+// whatever it has.
+func plan(majors []int, arch, image string, all bool) (run []int, skipped []container.MajorResult, err error) {
+	for _, m := range majors {
+		_, err := images.ServerFor(m, arch)
+		if !images.Local(image) || !errors.Is(err, images.ErrNoBuild) {
+			run = append(run, m)
+			continue
+		}
+		if !all {
+			return nil, nil, err
+		}
+		skipped = append(skipped, container.MajorResult{Major: m, Image: images.Ref(image, m, arch), Skipped: err.Error()})
+	}
+	return run, skipped, nil
 }
 
 func writeJUnit(file string, suites []junit.Suite) error {

@@ -10,7 +10,7 @@ import (
 
 // invocation is `pglease-gen SUBCOMMAND --flags...` on a line of a
 // workflow (also as go run ./cmd/pglease-gen).
-var invocation = regexp.MustCompile(`pglease-gen\s+([a-z]+)((?:\s+[^\s|;&>]+)*)`)
+var invocation = regexp.MustCompile(`pglease-gen"?\s+([a-z]+)((?:\s+[^\s|;&>]+)*)`)
 
 // TestWorkflowCommandsExist reads the CI pipeline and checks that every
 // pglease-gen subcommand and flag it runs exists in this CLI, so that the

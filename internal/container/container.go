@@ -114,10 +114,7 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int, arch string) 
 			missing = append(missing, fmt.Sprintf("%s is not built:%s", ref, buildHint(repo, major, arch)))
 			continue
 		}
-		err = pool.Client.PullImage(dc.PullImageOptions{Repository: repo, Tag: strconv.Itoa(major), Platform: "linux/" + arch}, dc.AuthConfiguration{})
-		if err == nil && arch != runtime.GOARCH {
-			err = pool.Client.TagImage(fmt.Sprintf("%s:%d", repo, major), dc.TagImageOptions{Repo: repo, Tag: images.ArchTag(major, arch)})
-		}
+		err = pull(pool.Client, repo, major, arch)
 		if err != nil {
 			missing = append(missing, fmt.Sprintf("%s is not on this machine and pulling it failed (%v); "+
 				"without registry access build local stand-ins with `make images` and pass --image %s", ref, err, images.Repository))
@@ -127,6 +124,33 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int, arch string) 
 		return errors.New(strings.Join(missing, "\n"))
 	}
 	return nil
+}
+
+// pull fetches repo:major for arch and leaves it as images.Ref(repo, major,
+// arch). For another architecture than this machine's the registry's tag
+// is the major, which the pull moves onto the other architecture's image:
+// the tag is put back where it was (or removed if it was not there), so
+// this machine's image of the major stays under it.
+func pull(c *dc.Client, repo string, major int, arch string) error {
+	tag := strconv.Itoa(major)
+	if arch == runtime.GOARCH {
+		return c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: "linux/" + arch}, dc.AuthConfiguration{})
+	}
+	native := repo + ":" + tag
+	before, had, err := docker.Image(c, native)
+	if err != nil {
+		return err
+	}
+	if err := c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: "linux/" + arch}, dc.AuthConfiguration{}); err != nil {
+		return err
+	}
+	if err := c.TagImage(native, dc.TagImageOptions{Repo: repo, Tag: images.ArchTag(major, arch), Force: true}); err != nil {
+		return err
+	}
+	if had {
+		return c.TagImage(before.ID, dc.TagImageOptions{Repo: repo, Tag: tag, Force: true})
+	}
+	return c.RemoveImageExtended(native, dc.RemoveImageOptions{NoPrune: true})
 }
 
 // buildHint says how to build a local image; "" for other repositories.

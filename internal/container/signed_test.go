@@ -73,7 +73,11 @@ func install(t *testing.T, kind, dir string) error {
 	if err := CheckImages(p, o.Image, []int{16}, runtime.GOARCH); err != nil {
 		t.Fatalf("%v\n(make images builds them)", err)
 	}
-	key, err := runner.FindKey(dir, repo, model.PgLease)
+	signed := "repodata/repomd.xml.asc"
+	if kind != "rpm" {
+		signed = path.Join("dists", model.Packages.DebCodename, "InRelease")
+	}
+	key, err := runner.FindKey(dir, repo, signed, model.PgLease)
 	if err != nil || key == nil {
 		t.Fatalf("no public key in the signed build: %v", err)
 	}

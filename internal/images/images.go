@@ -268,6 +268,7 @@ func importRootfs(ctx context.Context, c *dc.Client, ref, arch, dir string) erro
 		return err
 	}
 	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
 	go func() {
 		tw := tar.NewWriter(pw)
 		df := []byte("FROM scratch\nADD " + rootfsTar + " /\nCMD [\"bash\"]\n")
@@ -288,6 +289,7 @@ func importRootfs(ctx context.Context, c *dc.Client, ref, arch, dir string) erro
 		if err == nil {
 			err = tw.Close()
 		}
+		wrote <- err
 		pw.CloseWithError(err)
 	}()
 	var out bytes.Buffer
@@ -295,9 +297,17 @@ func importRootfs(ctx context.Context, c *dc.Client, ref, arch, dir string) erro
 		Name: ref, InputStream: pr, OutputStream: &out, Platform: "linux/" + arch, Context: ctx,
 		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true,
 	})
-	pr.CloseWithError(err)
+	pr.CloseWithError(err) // unblocks the writer if docker stopped reading
+	werr := <-wrote
 	if err != nil {
+		if werr != nil && !errors.Is(werr, err) {
+			// the writer failed first: that is the cause
+			return fmt.Errorf("write the build context: %w (docker: %v)", werr, err)
+		}
 		return fmt.Errorf("%w\n%s", err, out.String())
+	}
+	if werr != nil {
+		return fmt.Errorf("write the build context: %w", werr)
 	}
 	return nil
 }

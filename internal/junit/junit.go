@@ -32,6 +32,7 @@ type xmlSuites struct {
 	Tests    int        `xml:"tests,attr"`
 	Failures int        `xml:"failures,attr"`
 	Errors   int        `xml:"errors,attr"`
+	Skipped  int        `xml:"skipped,attr"`
 	Time     string     `xml:"time,attr"`
 	Suites   []xmlSuite `xml:"testsuite"`
 }
@@ -95,6 +96,7 @@ func Write(w io.Writer, suites []Suite) error {
 		doc.Tests += xs.Tests
 		doc.Failures += xs.Failures
 		doc.Errors += xs.Errors
+		doc.Skipped += xs.Skipped
 		doc.Suites = append(doc.Suites, xs)
 	}
 	doc.Time = seconds(total)

@@ -285,10 +285,6 @@ type (
 	}
 )
 
-// Repodata writes a repository's metadata (repodata/repomd.xml and the
-// gzipped primary, filelists and other documents, named by checksum) for
-// the packages, whose files sit at the repository's top. The output
-// depends only on the packages and the timestamp.
 // RepoFile is a dnf .repo file for a repository at baseurl. Given the URL
 // of the public key it checks the packages' and the metadata's signatures
 // (gpgcheck, repo_gpgcheck); without one it checks neither.
@@ -300,6 +296,10 @@ func RepoFile(id, name, baseurl, keyurl string) []byte {
 	return []byte(s + "gpgcheck=1\nrepo_gpgcheck=1\ngpgkey=" + keyurl + "\n")
 }
 
+// Repodata writes a repository's metadata (repodata/repomd.xml and the
+// gzipped primary, filelists and other documents, named by checksum) for
+// the packages, whose files sit at the repository's top. The output
+// depends only on the packages and the timestamp.
 func Repodata(pkgs []Info, timestamp int) (render.Files, error) {
 	pkgs = slices.Clone(pkgs)
 	slices.SortFunc(pkgs, func(a, b Info) int { return strings.Compare(a.File, b.File) })

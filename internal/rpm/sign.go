@@ -13,7 +13,7 @@ const (
 	sigDSA = 267  // header only, non-RSA
 	sigRSA = 268  // header only, RSA
 	sigPGP = 1002 // header and payload, RSA
-	sigGPG = 1011 // header and payload, non-RSA
+	sigGPG = 1005 // header and payload, non-RSA
 )
 
 // Signer makes binary OpenPGP detached signatures (package sign).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +18,12 @@ import (
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
-// testSigner is a fresh RSA key, made for this test.
-func testSigner(t *testing.T) *sign.Signer {
+// testSigner is a fresh RSA key (or, with bits 0, Ed25519), made for this
+// test.
+func testSigner(t *testing.T, bits ...int) *sign.Signer {
 	t.Helper()
 	created := model.Packages.Released().Add(-24 * time.Hour)
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created)
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", append(bits, 2048)[0], nil, created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,42 +91,53 @@ func TestSignatures(t *testing.T) {
 
 // TestRpmChecksTheSignatures imports the public key into a private rpm
 // database and has rpm -K check the pure Go and the rpmbuild packages,
-// then a package with one payload byte flipped.
+// signed with an RSA and with an Ed25519 key, then a package with one
+// payload byte flipped.
 func TestRpmChecksTheSignatures(t *testing.T) {
 	testenv.Tools(t, "rpm", "rpmkeys", "rpmbuild")
-	s := testSigner(t)
-	dir := t.TempDir()
-	db, key := filepath.Join(dir, "db"), filepath.Join(dir, "RPM-GPG-KEY-pg_lease")
-	os.WriteFile(key, s.PublicKey(), 0o644)
-	if out, err := exec.Command("rpmkeys", "--dbpath", db, "--import", key).CombinedOutput(); err != nil {
-		t.Fatalf("rpmkeys --import: %v\n%s", err, out)
-	}
-	check := func(name string, b []byte) (string, error) {
-		f := filepath.Join(dir, filepath.Base(name))
-		os.WriteFile(f, b, 0o644)
-		out, err := exec.Command("rpmkeys", "--dbpath", db, "-Kv", f).CombinedOutput()
-		return string(out), err
-	}
-	name := "el9.x86_64/pg_lease_16-0.1.0-1PGSTY.el9.noarch.rpm"
-	for _, builder := range []string{PureGo, Rpmbuild} {
-		files := signedBuild(t, builder, s, 16)
-		for _, n := range []string{name, "SRPMS/pg_lease_16-0.1.0-1PGSTY.el9.src.rpm"} {
-			out, err := check(n, files[n])
-			keyID := strings.ToLower(s.Fingerprint()[32:])
-			if err != nil || !strings.Contains(out, "Header V4 RSA/SHA256 Signature, key ID "+keyID+": OK") ||
-				!strings.Contains(out, "V4 RSA/SHA256 Signature, key ID "+keyID+": OK") || strings.Contains(out, "BAD") || strings.Contains(out, "NOKEY") {
-				t.Errorf("%s (%s): rpm -K: %v\n%s", n, builder, err, out)
+	for _, kind := range []struct {
+		name, algo string
+		bits       int
+	}{{"RSA", "RSA", 2048}, {"Ed25519", "EdDSA", 0}} {
+		t.Run(kind.name, func(t *testing.T) {
+			s := testSigner(t, kind.bits)
+			dir := t.TempDir()
+			db, key := filepath.Join(dir, "db"), filepath.Join(dir, "RPM-GPG-KEY-pg_lease")
+			os.WriteFile(key, s.PublicKey(), 0o644)
+			if out, err := exec.Command("rpmkeys", "--dbpath", db, "--import", key).CombinedOutput(); err != nil {
+				t.Fatalf("rpmkeys --import: %v\n%s", err, out)
 			}
-		}
-		b := bytes.Clone(files[name])
-		b[len(b)-100] ^= 0xff // in the payload
-		if out, err := check(name, b); err == nil || !strings.Contains(out, "BAD") {
-			t.Errorf("%s (%s) with a flipped payload byte: rpm -K passed:\n%s", name, builder, out)
-		}
-	}
-	// and without the key, rpm says the key is missing
-	out, err := exec.Command("rpmkeys", "--dbpath", filepath.Join(dir, "empty"), "-Kv", filepath.Join(dir, filepath.Base(name))).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "NOKEY") {
-		t.Errorf("rpm -K without the key: %v\n%s", err, out)
+			check := func(name string, b []byte) (string, error) {
+				f := filepath.Join(dir, filepath.Base(name))
+				os.WriteFile(f, b, 0o644)
+				out, err := exec.Command("rpmkeys", "--dbpath", db, "-Kv", f).CombinedOutput()
+				return string(out), err
+			}
+			// rpm -Kv prints one line per signature: the header's, and the
+			// header and payload's
+			keyID := strings.ToLower(s.Fingerprint()[32:])
+			header := regexp.MustCompile(`(?m)^\s*Header V4 ` + kind.algo + `/SHA256 Signature, key ID ` + keyID + `: OK$`)
+			whole := regexp.MustCompile(`(?m)^\s*V4 ` + kind.algo + `/SHA256 Signature, key ID ` + keyID + `: OK$`)
+			name := "el9.x86_64/pg_lease_16-0.1.0-1PGSTY.el9.noarch.rpm"
+			for _, builder := range []string{PureGo, Rpmbuild} {
+				files := signedBuild(t, builder, s, 16)
+				for _, n := range []string{name, "SRPMS/pg_lease_16-0.1.0-1PGSTY.el9.src.rpm"} {
+					out, err := check(n, files[n])
+					if err != nil || !header.MatchString(out) || !whole.MatchString(out) || strings.Contains(out, "BAD") || strings.Contains(out, "NOKEY") {
+						t.Errorf("%s (%s): rpm -K: %v\n%s", n, builder, err, out)
+					}
+				}
+				b := bytes.Clone(files[name])
+				b[len(b)-100] ^= 0xff // in the payload
+				if out, err := check(name, b); err == nil || !strings.Contains(out, "BAD") {
+					t.Errorf("%s (%s) with a flipped payload byte: rpm -K passed:\n%s", name, builder, out)
+				}
+			}
+			// and without the key, rpm says the key is missing
+			out, err := exec.Command("rpmkeys", "--dbpath", filepath.Join(dir, "empty"), "-Kv", filepath.Join(dir, filepath.Base(name))).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "NOKEY") {
+				t.Errorf("rpm -K without the key: %v\n%s", err, out)
+			}
+		})
 	}
 }

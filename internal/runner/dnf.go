@@ -70,13 +70,14 @@ func DNFInstall(ext model.Extension, repo string, key []byte) Installer {
 			return nil, err
 		}
 		if key != nil {
-			id, err := KeyID(key)
+			ids, err := KeyIDs(key)
 			if err != nil {
 				return nil, err
 			}
-			sig, err := Output(ctx, root, "rpm", "-q", "--qf", "%{RSAHEADER:pgpsig}", name)
-			if err != nil || !strings.Contains(string(sig), "Key ID "+id) {
-				return nil, fmt.Errorf("%s is installed without a signature by key %s: %q (%v)", name, id, sig, err)
+			// the header signature, RSA or (any other algorithm) DSA tag
+			sig, err := Output(ctx, root, "rpm", "-q", "--qf", "%|DSAHEADER?{%{DSAHEADER:pgpsig}}:{%{RSAHEADER:pgpsig}}|", name)
+			if err != nil || !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(string(sig), "Key ID "+id) }) {
+				return nil, fmt.Errorf("%s is installed without a signature by the build's key %s: %q (%v)", name, ids[0], sig, err)
 			}
 		}
 		if _, err := Output(ctx, root, "rpm", "-q", name, model.ServerPackage(l.Major)); err != nil {

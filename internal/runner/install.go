@@ -14,7 +14,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
-	"golang.org/x/crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp"
 )
 
 // CopyFiles is the installer of a plain run: it renders the extension and
@@ -104,27 +104,38 @@ func noneLeft(ctx context.Context, root suite.Executor, what string, files []str
 
 // FindKey returns the public key of a signed build: the key file in dir
 // (the output of pglease-gen build) or beside the repository tree found in
-// it; nil when the build is unsigned.
-func FindKey(dir, repo string, ext model.Extension) ([]byte, error) {
+// it; nil when the build is unsigned. A key beside a repository that
+// carries no signature (signed names its signature file, relative to
+// repo) is an error: the two do not belong to one build.
+func FindKey(dir, repo, signed string, ext model.Extension) ([]byte, error) {
 	for _, d := range []string{dir, filepath.Dir(repo)} {
 		b, err := os.ReadFile(filepath.Join(d, ext.RPMKeyFile()))
-		if err == nil {
-			return b, nil
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
 			return nil, err
 		}
+		if _, err := os.Stat(filepath.Join(repo, signed)); err != nil {
+			return nil, fmt.Errorf("%s has a public key (%s) but no %s: rebuild it with pglease-gen build, signed or not", dir, ext.RPMKeyFile(), signed)
+		}
+		return b, nil
 	}
 	return nil, nil
 }
 
-// KeyID is the long key id of an armored public key, as rpm prints it.
-func KeyID(key []byte) (string, error) {
+// KeyIDs are the long key ids of an armored public key (the primary key
+// and its subkeys), as rpm prints the id of the key that signed.
+func KeyIDs(key []byte) ([]string, error) {
 	ents, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(key))
 	if err != nil || len(ents) != 1 {
-		return "", fmt.Errorf("the build's public key is not one armored OpenPGP key (%v)", err)
+		return nil, fmt.Errorf("the build's public key is not one armored OpenPGP key (%v)", err)
 	}
-	return fmt.Sprintf("%016x", ents[0].PrimaryKey.KeyId), nil
+	ids := []string{fmt.Sprintf("%016x", ents[0].PrimaryKey.KeyId)}
+	for _, s := range ents[0].Subkeys {
+		ids = append(ids, fmt.Sprintf("%016x", s.PublicKey.KeyId))
+	}
+	return ids, nil
 }
 
 func signedWord(key []byte) string {

@@ -164,9 +164,9 @@ func (s *Signer) Identity() string {
 	return ""
 }
 
-// Generate makes a key for testing and for first use: RSA of bits, SHA-256
-// self-signatures, created at when; the private key is armored and, given
-// a passphrase, protected by it.
+// Generate makes a key for testing and for first use: RSA of bits (or,
+// with bits 0, Ed25519), SHA-256 self-signatures, created at when; the
+// private key is armored and, given a passphrase, protected by it.
 func Generate(name, email string, bits int, passphrase []byte, when time.Time) (private, public []byte, err error) {
 	if name == "" || email == "" {
 		return nil, nil, errors.New("a key needs a name and an email")
@@ -174,6 +174,9 @@ func Generate(name, email string, bits int, passphrase []byte, when time.Time) (
 	cfg := &packet.Config{
 		Algorithm: packet.PubKeyAlgoRSA, RSABits: bits, DefaultHash: crypto.SHA256,
 		Time: func() time.Time { return when },
+	}
+	if bits == 0 {
+		cfg.Algorithm, cfg.Curve = packet.PubKeyAlgoEdDSA, packet.Curve25519
 	}
 	e, err := openpgp.NewEntity(name, "", email, cfg)
 	if err != nil {
