@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,22 +19,14 @@ import (
 	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // signedBuild builds PostgreSQL 16's packages signed with a key made for
 // the test; tamper may change the files before they are written.
 func signedBuild(t *testing.T, tamper func(render.Files, *sign.Signer)) string {
 	t.Helper()
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key.asc")
-	os.WriteFile(keyFile, priv, 0o600)
-	s, err := sign.Load(keyFile, nil, model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.Signer(t, 2048)
 	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
 		Majors: []int{16}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
 	if err != nil {

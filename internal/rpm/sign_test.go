@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -17,24 +16,6 @@ import (
 	"github.com/pglease/pglease-gen/internal/sign"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-// testSigner is a fresh RSA key (or, with bits 0, Ed25519), made for this
-// test.
-func testSigner(t *testing.T, bits ...int) *sign.Signer {
-	t.Helper()
-	created := model.Packages.Released().Add(-24 * time.Hour)
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", append(bits, 2048)[0], nil, created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "key.asc")
-	os.WriteFile(file, priv, 0o600)
-	s, err := sign.Load(file, nil, model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func signedBuild(t *testing.T, builder string, s *sign.Signer, majors ...int) render.Files {
 	t.Helper()
@@ -47,7 +28,7 @@ func signedBuild(t *testing.T, builder string, s *sign.Signer, majors ...int) re
 // OpenPGP: the header one over the header, the other over header and
 // payload; the rest of the package is what the unsigned build wrote.
 func TestSignatures(t *testing.T) {
-	s := testSigner(t)
+	s := testenv.Signer(t, 2048)
 	ring, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(s.PublicKey()))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +81,7 @@ func TestRpmChecksTheSignatures(t *testing.T) {
 		bits       int
 	}{{"RSA", "RSA", 2048}, {"Ed25519", "EdDSA", 0}} {
 		t.Run(kind.name, func(t *testing.T) {
-			s := testSigner(t, kind.bits)
+			s := testenv.Signer(t, kind.bits)
 			dir := t.TempDir()
 			db, key := filepath.Join(dir, "db"), filepath.Join(dir, "RPM-GPG-KEY-pg_lease")
 			os.WriteFile(key, s.PublicKey(), 0o644)
