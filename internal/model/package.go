@@ -124,10 +124,10 @@ func (e Extension) SourcesFile() string { return e.Name + ".sources" }
 func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server", major) }
 
 // Tarball is the source tarball's name, e.g. pg_lease-0.1.0.tar.gz.
-func (e Extension) Tarball() string { return e.Name + "-" + e.Version + ".tar.gz" }
+func (e Extension) Tarball() string { return e.Name + "-" + e.Version() + ".tar.gz" }
 
 // SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
-func (e Extension) SourceDir() string { return e.Name + "-" + e.Version }
+func (e Extension) SourceDir() string { return e.Name + "-" + e.Version() }
 
 // MachineArches are the architectures the packages are built and proven
 // for, by Go's name (GOARCH).

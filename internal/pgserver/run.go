@@ -59,7 +59,7 @@ func InstallVariant(ext model.Extension, src fs.FS, inst Install, name string, e
 		return nil, err
 	}
 	control := filepath.Join(inst.ExtensionDir(), name+".control")
-	sql := filepath.Join(inst.ExtensionDir(), name+"--"+ext.Version+".sql")
+	sql := filepath.Join(inst.ExtensionDir(), name+"--"+ext.Version()+".sql")
 	remove = func() { os.Remove(control); os.Remove(sql) }
 	if err := errors.Join(os.WriteFile(control, files[ext.ControlFile()], 0o644), os.WriteFile(sql, []byte(script), 0o644)); err != nil {
 		remove()
