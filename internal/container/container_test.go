@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -53,22 +52,19 @@ func needImages(t *testing.T, p *dockertest.Pool, majors ...int) {
 	}
 }
 
-// ours lists the containers the runner started, running or not.
-func ours(t *testing.T, p *dockertest.Pool, major int) []string {
+// left reports whether the container a run started (by its name, unique
+// per run, so that tests of the same major running at once do not see
+// each other's) still exists, running or not.
+func left(t *testing.T, p *dockertest.Pool, r MajorResult) bool {
 	t.Helper()
-	cs, err := p.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {Label}}})
+	if r.Container == "" {
+		t.Fatal("the result names no container")
+	}
+	cs, err := p.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {Label}, "name": {r.Container}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, c := range cs {
-		for _, n := range c.Names {
-			if strings.HasPrefix(n, "/pglease-test-pg"+strconv.Itoa(major)+"-") {
-				names = append(names, n)
-			}
-		}
-	}
-	return names
+	return len(cs) > 0
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -122,13 +118,13 @@ func TestSuitesPassInContainer(t *testing.T) {
 			t.Errorf("results not copied back: %v", err)
 		}
 	}
-	if left := ours(t, p, 16); len(left) > 0 {
-		t.Errorf("containers left behind: %v", left)
+	if left(t, p, r) {
+		t.Errorf("container %s left behind", r.Container)
 	}
 
 	var b bytes.Buffer
 	Report(&b, rs)
-	if !strings.HasSuffix(b.String(), "1 passed, 0 failed (PostgreSQL 16)\n") {
+	if !strings.HasSuffix(b.String(), "1 passed, 0 failed, 0 skipped (PostgreSQL 16)\n") {
 		t.Errorf("report does not end with the majors count:\n%s", b.String())
 	}
 	var x bytes.Buffer
@@ -199,7 +195,7 @@ func TestBrokenExpectedFileFailsWithDiff(t *testing.T) {
 	var b bytes.Buffer
 	Report(&b, rs)
 	out := b.String()
-	for _, want := range []string{"=== pg14 isolation regression.diffs ===", "-step s1_acquire: SELECT acquired, epoch-broken-on-purpose FROM", "0 passed, 1 failed (PostgreSQL 14)"} {
+	for _, want := range []string{"=== pg14 isolation regression.diffs ===", "-step s1_acquire: SELECT acquired, epoch-broken-on-purpose FROM", "0 passed, 1 failed, 0 skipped (PostgreSQL 14)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -216,8 +212,8 @@ func TestBrokenExpectedFileFailsWithDiff(t *testing.T) {
 	if !strings.HasPrefix(failure, "pg14.isolation/rollback: diff ") || !strings.Contains(failure, "broken-on-purpose") {
 		t.Errorf("JUnit failure does not carry rollback's diff: %q", failure)
 	}
-	if left := ours(t, p, 14); len(left) > 0 {
-		t.Errorf("containers left behind: %v", left)
+	if left(t, p, rs[0]) {
+		t.Errorf("container %s left behind", rs[0].Container)
 	}
 }
 
@@ -257,8 +253,8 @@ func TestCancelRemovesContainer(t *testing.T) {
 	if rs[0].Err == nil {
 		t.Error("a cancelled run reported no error")
 	}
-	if left := ours(t, p, 18); len(left) > 0 {
-		t.Errorf("containers left behind after cancel: %v", left)
+	if left(t, p, rs[0]) {
+		t.Errorf("container %s left behind after cancel", rs[0].Container)
 	}
 }
 

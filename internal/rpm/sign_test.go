@@ -2,12 +2,15 @@ package rpm
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -120,5 +123,83 @@ func TestRpmChecksTheSignatures(t *testing.T) {
 				t.Errorf("rpm -K without the key: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestLikeRpmsign signs the same package with rpm's own rpmsign (through
+// gpg, with the same key) and with Sign: both verify, and ours carries
+// every signature tag rpmsign writes (plus the header and payload one,
+// which rpm 4.14 and later no longer add but older rpm checks).
+func TestLikeRpmsign(t *testing.T) {
+	testenv.Tools(t, "rpmsign", "gpg", "gpgconf", "rpmkeys")
+	dir := t.TempDir()
+	home := filepath.Join(dir, "gnupg")
+	os.Mkdir(home, 0o700)
+	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run() })
+	created := model.Packages.Released().Add(-24 * time.Hour)
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "key.asc")
+	os.WriteFile(keyFile, priv, 0o600)
+	if out, err := exec.Command("gpg", "--homedir", home, "--batch", "--import", keyFile).CombinedOutput(); err != nil {
+		t.Fatalf("gpg --import: %v\n%s", err, out)
+	}
+	s, err := sign.Load(keyFile, nil, model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "el9.x86_64/pg_lease_16-0.1.0-1PGSTY.el9.noarch.rpm"
+	unsigned := build(t, options(PureGo, model.Packages.Released(), 16))[name]
+	theirs := filepath.Join(dir, "theirs.rpm")
+	os.WriteFile(theirs, unsigned, 0o644)
+	gpg, _ := exec.LookPath("gpg")
+	cmd := exec.Command("rpmsign", "--addsign", "--define", "__gpg "+gpg, "--define", "_gpg_path "+home, "--define", "_gpg_name "+s.Fingerprint(), theirs)
+	cmd.Env = append(os.Environ(), "GNUPGHOME="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("rpmsign --addsign: %v\n%s", err, out)
+	}
+	ours, err := Sign(unsigned, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := func(b []byte) map[int32]bool {
+		h, err := readHeader(b, 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int32]bool{}
+		for _, e := range h.entries {
+			m[e.tag] = true
+		}
+		return m
+	}
+	rb, _ := os.ReadFile(theirs)
+	mine := tags(ours)
+	t.Logf("signature tags: rpmsign %v, Sign %v; sizes: unsigned %d, rpmsign %d, Sign %d", slices.Sorted(maps.Keys(tags(rb))), slices.Sorted(maps.Keys(mine)), len(unsigned), len(rb), len(ours))
+	for tag := range tags(rb) {
+		if !mine[tag] && tag != 1008 { // 1008: the space rpmbuild reserves for signing in place
+			t.Errorf("rpmsign writes signature tag %d, Sign does not", tag)
+		}
+	}
+	if bytes.Equal(rb, unsigned) {
+		t.Fatal("rpmsign did not sign")
+	}
+	db, pub := filepath.Join(dir, "db"), filepath.Join(dir, "pub.asc")
+	os.WriteFile(pub, s.PublicKey(), 0o644)
+	if out, err := exec.Command("rpmkeys", "--dbpath", db, "--import", pub).CombinedOutput(); err != nil {
+		t.Fatalf("rpmkeys --import: %v\n%s", err, out)
+	}
+	ourFile := filepath.Join(dir, "ours.rpm")
+	os.WriteFile(ourFile, ours, 0o644)
+	for _, f := range []string{theirs, ourFile} {
+		if out, err := exec.Command("rpmkeys", "--dbpath", db, "-K", f).CombinedOutput(); err != nil || !strings.Contains(string(out), "signatures OK") {
+			t.Errorf("%s: rpm -K: %v\n%s", filepath.Base(f), err, out)
+		}
+	}
+	// the header and payload after the signature header are the same bytes
+	if !bytes.HasSuffix(rb, unsigned[len(unsigned)-1000:]) || !bytes.HasSuffix(ours, unsigned[len(unsigned)-1000:]) {
+		t.Error("signing changed the payload")
 	}
 }

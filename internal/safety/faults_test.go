@@ -174,18 +174,28 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		if _, err := waiter.Exec(ctx, "BEGIN"); err != nil {
 			t.Fatal(err)
 		}
+		// the canceller uses its own connection: a pgx connection serves one
+		// caller at a time, and the wait can end (cancelled) before the
+		// canceller's own call has returned
+		cancelled := make(chan error, 1)
 		if how == "statement_timeout" {
 			waiter.Exec(ctx, "SET LOCAL statement_timeout = '300ms'")
+			cancelled <- nil
 		} else {
 			var pid int
 			waiter.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+			canceller := connect(t, dsn)
 			go func() {
 				time.Sleep(300 * time.Millisecond)
-				admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid)
+				_, err := canceller.Exec(ctx, "SELECT pg_cancel_backend($1)", pid)
+				cancelled <- err
 			}()
 		}
 		start := time.Now()
 		_, err := leaseclient.Acquire(ctx, waiter, "job", "waiter", time.Minute, 30*time.Second)
+		if cerr := <-cancelled; cerr != nil {
+			t.Fatalf("pg_cancel_backend: %v", cerr)
+		}
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 10*time.Second {
 			t.Fatalf("%s: %v after %s; want 57014 soon", how, err, time.Since(start))
