@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -40,9 +39,12 @@ func newImages() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			majors, err = buildable(majors, arch, c.pg == "all", cmd.OutOrStdout())
+			majors, missing, err := images.Buildable(majors, arch, strings.TrimSpace(c.pg) == "all")
 			if err != nil {
 				return err
+			}
+			for _, m := range missing {
+				fmt.Fprintf(cmd.OutOrStdout(), "skipping PostgreSQL %d for %s: %v\n", m.Major, arch, m.Why)
 			}
 			pool, err := docker.Connect()
 			if err != nil {
@@ -57,23 +59,4 @@ func newImages() *cobra.Command {
 	cmd.Flags().StringVar(&c.arch, "arch", runtime.GOARCH, "architecture: amd64 (x86_64) or arm64 (aarch64)")
 	cmd.Flags().StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir, pglease-gen)")
 	return cmd
-}
-
-// buildable drops the majors that have no server build for arch, saying
-// so, when the user asked for all of them; a major named explicitly that
-// has none is an error.
-func buildable(majors []int, arch string, all bool, w io.Writer) ([]int, error) {
-	var keep []int
-	for _, m := range majors {
-		_, err := images.ServerFor(m, arch)
-		switch {
-		case err == nil:
-			keep = append(keep, m)
-		case errors.Is(err, images.ErrNoBuild) && all:
-			fmt.Fprintf(w, "skipping PostgreSQL %d for %s: %v\n", m, arch, err)
-		default:
-			return nil, err
-		}
-	}
-	return keep, nil
 }

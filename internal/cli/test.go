@@ -197,18 +197,14 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 // an error before anything runs. An image supplied with --image runs
 // whatever it has.
 func plan(majors []int, arch, image string, all bool) (run []int, skipped []container.MajorResult, err error) {
-	for _, m := range majors {
-		_, err := images.ServerFor(m, arch)
-		if !images.Local(image) || !errors.Is(err, images.ErrNoBuild) {
-			run = append(run, m)
-			continue
-		}
-		if !all {
-			return nil, nil, err
-		}
-		skipped = append(skipped, container.MajorResult{Major: m, Image: images.Ref(image, m, arch), Skipped: err.Error()})
+	if !images.Local(image) {
+		return majors, nil, nil
 	}
-	return run, skipped, nil
+	run, missing, err := images.Buildable(majors, arch, all)
+	for _, m := range missing {
+		skipped = append(skipped, container.MajorResult{Major: m.Major, Image: images.Ref(image, m.Major, arch), Skipped: m.Why.Error()})
+	}
+	return run, skipped, err
 }
 
 func writeJUnit(file string, suites []junit.Suite) error {

@@ -134,14 +134,14 @@ func CheckImages(pool *dockertest.Pool, repo string, majors []int, arch string) 
 func pull(c *dc.Client, repo string, major int, arch string) error {
 	tag := strconv.Itoa(major)
 	if arch == runtime.GOARCH {
-		return c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: "linux/" + arch}, dc.AuthConfiguration{})
+		return c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: images.Platform(arch)}, dc.AuthConfiguration{})
 	}
 	native := repo + ":" + tag
 	before, had, err := docker.Image(c, native)
 	if err != nil {
 		return err
 	}
-	if err := c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: "linux/" + arch}, dc.AuthConfiguration{}); err != nil {
+	if err := c.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Platform: images.Platform(arch)}, dc.AuthConfiguration{}); err != nil {
 		return err
 	}
 	if err := c.TagImage(native, dc.TagImageOptions{Repo: repo, Tag: images.ArchTag(major, arch), Force: true}); err != nil {
@@ -264,7 +264,7 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	res, err := pool.RunWithOptions(&dockertest.RunOptions{
 		Repository: o.Image,
 		Tag:        images.ArchTag(major, o.Arch),
-		Platform:   "linux/" + o.Arch,
+		Platform:   images.Platform(o.Arch),
 		Name:       name,
 		Entrypoint: []string{"sleep", "infinity"},
 		Labels:     map[string]string{Label: "1"},

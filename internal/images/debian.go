@@ -277,8 +277,8 @@ func untarOne(b []byte) ([]byte, error) {
 
 // aptDir holds apt's private state for a release and architecture.
 func aptDir(o Options, suite string) string {
-	if o.Arch == "amd64" {
-		return filepath.Join(o.CacheDir, "apt-"+suite) // as before there were others
+	if o.Arch == firstArch {
+		return filepath.Join(o.CacheDir, "apt-"+suite)
 	}
 	return filepath.Join(o.CacheDir, "apt-"+suite+"-"+o.Arch)
 }

@@ -68,23 +68,27 @@ type baseRecipe struct {
 	Variant  string
 	Packages []string
 	UID      int // the postgres user, as in the official images
-	// Arch is Go's name of the root file system's architecture; left out
-	// of the hash for amd64, the architecture the first images were built
-	// for, so that their hashes stay as they were.
+	// Arch is Go's name of the root file system's architecture; "" for
+	// firstArch.
 	Arch string `json:",omitempty"`
 }
+
+// firstArch is the architecture the local images were first built for. It
+// is left out of recipe hashes and cache names, so that those stay as they
+// were before there were others.
+const firstArch = "amd64"
 
 // forArch is the recipe for an architecture.
 func (b baseRecipe) forArch(arch string) baseRecipe {
 	b.Arch = ""
-	if arch != "amd64" {
+	if arch != firstArch {
 		b.Arch = arch
 	}
 	return b
 }
 
 // arch is Go's name of the recipe's architecture.
-func (b baseRecipe) arch() string { return cmp.Or(b.Arch, "amd64") }
+func (b baseRecipe) arch() string { return cmp.Or(b.Arch, firstArch) }
 
 // suiteBase is the base of the images that install a Debian release's own
 // server package: that release's minbase; apt brings the rest.
@@ -294,7 +298,7 @@ func importRootfs(ctx context.Context, c *dc.Client, ref, arch, dir string) erro
 	}()
 	var out bytes.Buffer
 	err = c.BuildImage(dc.BuildImageOptions{
-		Name: ref, InputStream: pr, OutputStream: &out, Platform: "linux/" + arch, Context: ctx,
+		Name: ref, InputStream: pr, OutputStream: &out, Platform: Platform(arch), Context: ctx,
 		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true,
 	})
 	pr.CloseWithError(err) // unblocks the writer if docker stopped reading
@@ -419,7 +423,7 @@ func ensureImage(c *dc.Client, ref, arch, want, what string, say func(string, ..
 	var out bytes.Buffer
 	err = c.BuildImage(dc.BuildImageOptions{
 		Name: ref, InputStream: bytes.NewReader(buildCtx), OutputStream: &out,
-		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true, Platform: "linux/" + arch,
+		NetworkMode: "none", RmTmpContainer: true, ForceRmTmpContainer: true, Platform: Platform(arch),
 	})
 	if err != nil {
 		return fmt.Errorf("build %s: %w\n%s", ref, err, out.String())

@@ -57,6 +57,33 @@ func ServerFor(major int, arch string) (Server, error) {
 		"run the suites in an image that has it with --image REPO (the tag is %d-%s)", ErrNoBuild, major, arch, npmPackages[arch], major, arch)
 }
 
+// Missing is a major that has no server build for an architecture.
+type Missing struct {
+	Major int
+	Why   error // wraps ErrNoBuild
+}
+
+// Buildable splits majors into those with a server build for arch and
+// those without. When the majors were named one by one (all false), a
+// major without one is an error; from "all" it is only left out.
+func Buildable(majors []int, arch string, all bool) (have []int, missing []Missing, err error) {
+	for _, m := range majors {
+		_, err := ServerFor(m, arch)
+		switch {
+		case err == nil:
+			have = append(have, m)
+		case errors.Is(err, ErrNoBuild) && all:
+			missing = append(missing, Missing{m, err})
+		default:
+			return nil, nil, err
+		}
+	}
+	return have, missing, nil
+}
+
+// Platform is Docker's name of an architecture's platform, e.g. linux/arm64.
+func Platform(arch string) string { return "linux/" + arch }
+
 // Package is the npm package the build comes from.
 func (s Server) Package() string { return npmPackages[s.Arch] }
 

@@ -39,14 +39,7 @@ func FindAptRepo(dir string, pkg model.Packaging) (string, error) {
 func AptInstall(ext model.Extension, pkg model.Packaging, repo string, key []byte) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root := t.Root()
-		archive, err := tarDir(repo)
-		if err != nil {
-			return nil, err
-		}
-		if err := Must(ctx, root, "mkdir", "-p", aptRepoInContainer); err != nil {
-			return nil, err
-		}
-		if err := t.Upload(ctx, aptRepoInContainer, archive); err != nil {
+		if err := uploadTree(ctx, t, repo, aptRepoInContainer); err != nil {
 			return nil, err
 		}
 		sources := deb.Sources(pkg, ext.DebSource(), "file:"+aptRepoInContainer, key)

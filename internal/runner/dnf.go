@@ -43,14 +43,7 @@ func FindRepo(dir string, pkg model.Packaging, arch string) (string, error) {
 func DNFInstall(ext model.Extension, repo string, key []byte) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root, l := t.Root(), t.Layout()
-		archive, err := tarDir(repo)
-		if err != nil {
-			return nil, err
-		}
-		if err := Must(ctx, root, "mkdir", "-p", repoInContainer); err != nil {
-			return nil, err
-		}
-		if err := t.Upload(ctx, repoInContainer, archive); err != nil {
+		if err := uploadTree(ctx, t, repo, repoInContainer); err != nil {
 			return nil, err
 		}
 		keyURL := ""

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
-	"github.com/ProtonMail/go-crypto/openpgp"
 )
 
 // CopyFiles is the installer of a plain run: it renders the extension and
@@ -143,4 +143,17 @@ func signedWord(key []byte) string {
 		return " (unsigned build: signatures not checked)"
 	}
 	return " (signatures checked)"
+}
+
+// uploadTree copies the directory tree dir of this machine to dst on the
+// target (a package repository, for an installer).
+func uploadTree(ctx context.Context, t Target, dir, dst string) error {
+	archive, err := tarDir(dir)
+	if err != nil {
+		return err
+	}
+	if err := Must(ctx, t.Root(), "mkdir", "-p", dst); err != nil {
+		return err
+	}
+	return t.Upload(ctx, dst, archive)
 }

@@ -303,11 +303,26 @@ func (n *nameCheck) noOverlap() {
 			if next.at.Before(h.release.Start.Add(-tol)) {
 				n.failOps("no-overlap", fmt.Sprintf("%s epoch %d began before epoch %d was released", n.name, next.epoch, h.epoch), next.founder, *h.release)
 			}
+		case n.mayHaveEnded(h, next.at):
+			// a release or renew by the holder whose outcome is unknown
+			// (its connection died) may have ended or shortened the period
 		case next.at.Before(h.final().Add(-tol)):
 			n.failOps("no-overlap", fmt.Sprintf("%s epoch %d began at %s while epoch %d was held until %s", n.name, next.epoch,
 				next.at.Format("15:04:05.000000"), h.epoch, h.final().Format("15:04:05.000000")), h.exps[len(h.exps)-1].op, next.founder)
 		}
 	}
+}
+
+// mayHaveEnded reports whether a release or renew of h's epoch, whose
+// outcome is unknown, began before t: it may have released the lease or
+// shortened it, so h's last known expiry does not bound it.
+func (n *nameCheck) mayHaveEnded(h *holding, t time.Time) bool {
+	for _, o := range n.ops {
+		if o.Unknown && (o.Kind == Release || o.Kind == Renew) && o.Epoch == h.epoch && o.Start.Before(t.Add(tol)) {
+			return true
+		}
+	}
+	return false
 }
 
 // buildStates lists the states inspect could have shown, in order: unknown

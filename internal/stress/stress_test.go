@@ -156,6 +156,17 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 	if vs := Check(good, final); len(vs) > 0 {
 		t.Fatalf("a correct history has violations: %v", vs)
 	}
+	// a release whose connection died (outcome unknown) but which
+	// committed: b takes the name before a's last known expiry, under the
+	// epoch the release advanced to; no overlap can be claimed
+	ended := []Op{
+		acq(0, "a", 0, 2, 100, true, 1),
+		{ID: 1, Kind: Release, Name: "n", Owner: "a", Epoch: 1, Start: at(20), End: at(25), Unknown: true},
+		acq(2, "b", 50, 52, 100, true, 2),
+	}
+	if vs := Check(ended, map[string]Row{"n": {Owner: sp("b"), Epoch: 2, Expires: tp(151)}}); len(vs) > 0 {
+		t.Errorf("a history ended by a release of unknown outcome has violations: %v", vs)
+	}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	cases := []struct {
 		name  string
