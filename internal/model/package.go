@@ -63,6 +63,13 @@ var Packages = Packaging{
 	DebRelease:  "12",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
+		Date: "2026-11-30", Version: "0.2.0", Release: 1,
+		Lines: []string{
+			"lease.guard fences writes in the caller's transaction; lease.purge and lease.list",
+			"A blocking acquire never waits past max_wait, lock waits included",
+			"Update script from 0.1.0, checked against a fresh install on PostgreSQL 14 to 18",
+		},
+	}, {
 		Date: "2026-11-29", Version: "0.1.0", Release: 1,
 		Lines: []string{
 			"First release: lease.acquire, renew, release and inspect with fencing epochs",
