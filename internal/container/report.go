@@ -65,7 +65,7 @@ func JUnit(results []MajorResult) []junit.Suite {
 			if r.Err != nil && len(r.Result.Cases) == 0 {
 				s.Error = r.Err.Error()
 			}
-			diffs := suite.SplitDiffs(r.Result.Diffs[k])
+			diffs := r.Result.CaseDiffs[k]
 			for _, c := range r.Result.Cases {
 				if c.Kind != k {
 					continue

@@ -1,3 +1,4 @@
+-- since pg_lease 0.2.0
 -- pg_lease 0.2.0: guard, purge and list, and how they meet the 0.1.0
 -- functions. Timestamps are printed as relative checks.
 CREATE EXTENSION pg_lease;
