@@ -285,7 +285,7 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	pg := root
 	pg.User = dbUser
 	out, err := runner.Run(ctx, target{root: root, pg: pg, l: l}, runner.Options{
-		Passes: passes, Install: o.Install, Keep: o.Keep, Stage: stage,
+		Passes: passes, Updates: runner.Updates(o.Ext), Install: o.Install, Keep: o.Keep, Stage: stage,
 		Results: resultsDir(o.Results, major),
 	})
 	r.Server, r.Version, r.Machine, r.Result = out.Server, out.Version, out.Machine, out.Result

@@ -71,7 +71,7 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 		defer host.Close()
 	}
 	out, err := Run(ctx, host, Options{
-		Passes: passes, Install: CopyFiles(ext, o.Src), Results: results, Keep: o.Keep,
+		Passes: passes, Updates: Updates(ext), Install: CopyFiles(ext, o.Src), Results: results, Keep: o.Keep,
 		Stage: func(s string) { step("%s", s) },
 	})
 	if err != nil {

@@ -53,6 +53,7 @@ type Installer func(ctx context.Context, t Target, stage func(string)) (check fu
 // Options configure Run.
 type Options struct {
 	Passes  []Pass    // the suites' runs (Passes)
+	Updates []Update  // the update checks (Updates)
 	Install Installer // nil: the extension is already there
 	// Results is the directory on this machine that receives
 	// Results/regress and Results/isolation (and Results/PASS/... for
@@ -174,6 +175,13 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 					return out, err
 				}
 			}
+		}
+	}
+	if len(o.Updates) > 0 {
+		res, err := runUpdates(ctx, t, o, stage)
+		out.Result.Add(res)
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -40,8 +40,15 @@ const (
 	Isolation Kind = "isolation"
 )
 
+// Update is the kind of an update check (package runner): not a driver's
+// suite, but reported like one.
+const Update Kind = "update"
+
 // Kinds lists the suites in the order they run.
 var Kinds = []Kind{Regress, Isolation}
+
+// Reported lists every kind a result can hold, in report order.
+var Reported = []Kind{Regress, Isolation, Update}
 
 // TestDir is the directory of the suite's tests, ext their file extension.
 func (k Kind) TestDir() (string, string) {
@@ -299,11 +306,11 @@ func ParseOutput(k Kind, out []byte) []Case {
 // Report writes the result's per-suite summary, and the diffs of failed
 // suites, to w.
 func Report(w io.Writer, r Result) {
-	for _, k := range Kinds {
+	for _, k := range Reported {
 		p, f := r.Count(k)
 		fmt.Fprintf(w, "%-10s %d passed, %d failed\n", string(k)+":", p, f)
 	}
-	for _, k := range Kinds {
+	for _, k := range Reported {
 		if d, ok := r.Diffs[k]; ok {
 			fmt.Fprintf(w, "\n=== %s regression.diffs ===\n%s", k, d)
 		}
