@@ -160,7 +160,7 @@ BEGIN
                     -- A blocking acquire counts a wait for the row (behind
                     -- a guard or a writer) against max_wait: lock_timeout
                     -- is what is left, set inside this subtransaction,
-                    -- which undoes it on an error; restored below otherwise.
+                    -- which undoes it on an error or a lost race; restored below on success.
                     v_lock_timeout := current_setting('lock_timeout');
                     v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
                     PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
@@ -174,10 +174,11 @@ BEGIN
                  WHERE l.name = acquire.name
                    AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-                IF v_wait > 0 THEN
-                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                END IF;
                 IF FOUND THEN
+                    -- (after the test of FOUND: PERFORM sets FOUND too)
+                    IF v_wait > 0 THEN
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    END IF;
                     acquired := true;
                     RETURN NEXT;
                     RETURN;
