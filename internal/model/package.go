@@ -53,7 +53,8 @@ var Packages = Packaging{
 	Arches:   []string{"x86_64", "aarch64"},
 	Description: "pg_lease gives applications expiring ownership of named resources:\n" +
 		"lease.acquire, renew, release and inspect, with a fencing epoch that grows\n" +
-		"with every new holder, so that a resource can refuse a stale holder.\n" +
+		"with every new holder, so that a resource can refuse a stale holder;\n" +
+		"lease.guard fences writes in the same database, lease.purge cleans up.\n" +
 		"Pure SQL and PL/pgSQL; a non-superuser with CREATE may install it.",
 	URL:        "https://github.com/pglease/pglease-gen",
 	Maintainer: "pglease maintainers <maintainers@pglease.dev>",
