@@ -41,7 +41,7 @@ include $(BUILD)/pglease.mk
 $(BUILD)/pglease.mk: $(shell find templates control internal cmd -type f 2>/dev/null) embed.go go.mod
 	$(GO) run ./cmd/pglease-gen render --out $(BUILD)
 
-DATA = $(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL)
+DATA = $(addprefix $(BUILD)/,$(EXTSCRIPTS)) $(BUILD)/$(EXTCONTROL)
 MODULEDIR = extension
 REGRESS = $(sort $(basename $(notdir $(wildcard regress/sql/*.sql))))
 REGRESS_OPTS = --inputdir=regress --outputdir=$(RESULTS)/regress
@@ -70,7 +70,7 @@ include $(PGXS)
 endif
 
 all: $(DATA)
-$(BUILD)/$(EXTSCRIPT) $(BUILD)/$(EXTCONTROL): $(BUILD)/pglease.mk
+$(DATA): $(BUILD)/pglease.mk
 
 .PHONY: test deps docker images lint-ci go-test matrix signed-dist rpm-proof deb-proof soak stress-ci fuzz bench bench-quick suites results arm64-ci matrix-arm64
 

@@ -125,7 +125,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"name": model.PgLease.Name, "version": model.PgLease.Version, "release_suffix": suffix,
+			"name": model.PgLease.Name, "version": model.PgLease.Version(), "release_suffix": suffix,
 			"builder": c.builder, "source_date_epoch": when.Unix(), "out": c.out, "artifacts": arts,
 			"signed_by": signedBy,
 		})

@@ -87,7 +87,7 @@ func TestBadUsage(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
-	if code != ExitOK || !strings.Contains(out, "pg_lease 0.1.0 for PostgreSQL 14,15,16,17,18") {
+	if code != ExitOK || !strings.Contains(out, "pg_lease 0.2.0 for PostgreSQL 14,15,16,17,18") {
 		t.Errorf("exit %d, %q", code, out)
 	}
 }
@@ -344,12 +344,12 @@ func TestBuildWithDpkg(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
 	}
-	for _, want := range []string{"pg_lease_15-0.1.0-1PGSTY.el9.noarch.rpm and pg_lease_15-0.1.0-1PGSTY.el9.src.rpm (rpmbuild)", "postgresql-15-pg-lease_0.1.0-1PGSTY~bookworm_all.deb (dpkg)"} {
+	for _, want := range []string{"pg_lease_15-0.2.0-1PGSTY.el9.noarch.rpm and pg_lease_15-0.2.0-1PGSTY.el9.src.rpm (rpmbuild)", "postgresql-15-pg-lease_0.2.0-1PGSTY~bookworm_all.deb (dpkg)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "apt/pool/main/p/pg-lease/postgresql-15-pg-lease_0.1.0-1PGSTY~bookworm_all.deb")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "apt/pool/main/p/pg-lease/postgresql-15-pg-lease_0.2.0-1PGSTY~bookworm_all.deb")); err != nil {
 		t.Error(err)
 	}
 }

@@ -28,7 +28,9 @@ func newStress() *cobra.Command {
 		Short: "Run many clients against pg_lease and check the history",
 		Long: "Start a throwaway server (or use --dsn), run --clients clients on --names names\n" +
 			"doing random acquire (blocking and not), renew, release and inspect with TTLs\n" +
-			"from milliseconds to seconds for --duration, then check every call and the\n" +
+			"from milliseconds to seconds, and (--fencing) guarded transactions that write a\n" +
+			"row under lease.guard and lease.purge calls, for --duration; then check every\n" +
+			"call, every guarded write and the\n" +
 			"final table against the lease's guarantees. The last line is\n" +
 			"`stress: N operations checked, V violations`; the exit status is 1 when V > 0.",
 		Args: cobra.NoArgs,
@@ -41,6 +43,7 @@ func newStress() *cobra.Command {
 	f.Uint64Var(&c.cfg.Seed, "seed", 1, "random seed of the workload")
 	f.StringVar(&c.cfg.DSN, "dsn", "", "a server with pg_lease installed (default: start a throwaway one)")
 	f.StringVar(&c.pgConfig, "pg-config", "", "without --dsn: pg_config of the installation to start")
+	f.BoolVar(&c.cfg.Fencing, "fencing", true, "add guarded transactions (lease.guard, a write, a commit) and lease.purge calls; false for a pg_lease 0.1.0 database")
 	f.IntVar(&c.report, "show", 10, "violations to print in full")
 	return cmd
 }
@@ -79,13 +82,18 @@ func (c *stressCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Fencing {
+		if err := stress.Writes(ctx, cfg.DSN, cfg.Prefix, ops); err != nil {
+			return err
+		}
+	}
 	ran := time.Since(start)
 	counts := map[string]int{}
 	for _, o := range ops {
 		counts[string(o.Kind)]++
 	}
-	fmt.Fprintf(w, "ran %s: %d acquire, %d renew, %d release, %d inspect (%.0f/s)\n", ran.Round(time.Millisecond),
-		counts["acquire"], counts["renew"], counts["release"], counts["inspect"], float64(len(ops))/ran.Seconds())
+	fmt.Fprintf(w, "ran %s: %d acquire, %d renew, %d release, %d inspect, %d guard, %d purge (%.0f/s)\n", ran.Round(time.Millisecond),
+		counts["acquire"], counts["renew"], counts["release"], counts["inspect"], counts["guard"], counts["purge"], float64(len(ops))/ran.Seconds())
 	start = time.Now()
 	vs := stress.Check(ops, final)
 	fmt.Fprintf(w, "checked in %s\n", time.Since(start).Round(time.Millisecond))

@@ -15,7 +15,7 @@ func newVersion() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e := model.PgLease
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pglease-gen %s: %s %s for PostgreSQL %s\n", Version, e.Name, e.Version, e.MajorList())
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pglease-gen %s: %s %s for PostgreSQL %s\n", Version, e.Name, e.Version(), e.MajorList())
 			return err
 		},
 	}

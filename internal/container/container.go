@@ -189,11 +189,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 			return nil, fmt.Errorf("unsupported PostgreSQL major %d: use one of %s", m, o.Ext.MajorList())
 		}
 	}
-	tests, err := suite.AllTests(o.Src)
-	if err != nil {
-		return nil, err
-	}
-	suites, err := runner.SuitesArchive(o.Src)
+	passes, err := runner.Passes(o.Ext, o.Src)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +215,7 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 					o.Board.Finish(key(major), "cancelled")
 					continue
 				}
-				results[i] = runMajor(ctx, pool, o, major, tests, suites)
+				results[i] = runMajor(ctx, pool, o, major, passes)
 				o.Board.Finish(key(major), outcome(results[i]))
 			}
 		}()
@@ -245,7 +241,7 @@ func firstLine(s string) string {
 	return line
 }
 
-func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major int, tests map[suite.Kind][]string, suites []byte) (r MajorResult) {
+func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major int, passes []runner.Pass) (r MajorResult) {
 	start := time.Now()
 	r = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch)}
 	defer func() { r.Took = time.Since(start) }()
@@ -289,7 +285,7 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	pg := root
 	pg.User = dbUser
 	out, err := runner.Run(ctx, target{root: root, pg: pg, l: l}, runner.Options{
-		Tests: tests, Suites: suites, Install: o.Install, Keep: o.Keep, Stage: stage,
+		Passes: passes, Updates: runner.Updates(o.Ext), Install: o.Install, Keep: o.Keep, Stage: stage,
 		Results: resultsDir(o.Results, major),
 	})
 	r.Server, r.Version, r.Machine, r.Result = out.Server, out.Version, out.Machine, out.Result

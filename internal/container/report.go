@@ -19,7 +19,7 @@ func Report(w io.Writer, results []MajorResult) {
 		if r.Err != nil {
 			fmt.Fprintf(w, "\n=== %s (%s) could not run the suites ===\n%v\n", r.Key(), r.Image, r.Err)
 		}
-		for _, k := range suite.Kinds {
+		for _, k := range suite.Reported {
 			if d, ok := r.Result.Diffs[k]; ok {
 				fmt.Fprintf(w, "\n=== %s %s regression.diffs ===\n%s", r.Key(), k, d)
 			}
@@ -48,8 +48,9 @@ func Report(w io.Writer, results []MajorResult) {
 		}
 		rp, rf := r.Result.Count(suite.Regress)
 		ip, iff := r.Result.Count(suite.Isolation)
-		fmt.Fprintf(w, "%-5s %s PostgreSQL %-6s %-8s regress %d/%d, isolation %d/%d   %5.1fs   %s\n",
-			r.Key(), status, r.Server, r.Machine, rp, rp+rf, ip, ip+iff, r.Took.Seconds(), r.Version)
+		up, uf := r.Result.Count(suite.Update)
+		fmt.Fprintf(w, "%-5s %s PostgreSQL %-6s %-8s regress %d/%d, isolation %d/%d, update %d/%d   %5.1fs   %s\n",
+			r.Key(), status, r.Server, r.Machine, rp, rp+rf, ip, ip+iff, up, up+uf, r.Took.Seconds(), r.Version)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped (PostgreSQL %s)\n", passed, failed, skipped, strings.Join(majors, ", "))
 }
@@ -60,12 +61,12 @@ func Report(w io.Writer, results []MajorResult) {
 func JUnit(results []MajorResult) []junit.Suite {
 	var out []junit.Suite
 	for _, r := range results {
-		for _, k := range suite.Kinds {
+		for _, k := range suite.Reported {
 			s := junit.Suite{Name: r.Key() + "." + string(k), Skipped: r.Skipped}
 			if r.Err != nil && len(r.Result.Cases) == 0 {
 				s.Error = r.Err.Error()
 			}
-			diffs := suite.SplitDiffs(r.Result.Diffs[k])
+			diffs := r.Result.CaseDiffs[k]
 			for _, c := range r.Result.Cases {
 				if c.Kind != k {
 					continue

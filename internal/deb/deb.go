@@ -69,7 +69,7 @@ func (p Package) arch() string {
 func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Package, error) {
 	name := d.Ext.DebPackage(major)
 	p := Package{
-		Name: name, Version: d.Pkg.DebVersion(d.Ext.Version, d.Pkg.Release, d.Suffix), Source: d.Ext.DebSource(),
+		Name: name, Version: d.Pkg.DebVersion(d.Ext.Version(), d.Pkg.Release, d.Suffix), Source: d.Ext.DebSource(),
 		Maintainer: d.Pkg.Maintainer, Depends: dependsOn(major), Section: "database", Priority: "optional",
 		Homepage: d.Pkg.URL, Summary: d.Ext.Comment, Description: render.DebianText(d.Description), BuildTime: built,
 	}

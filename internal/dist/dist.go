@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,10 +38,8 @@ func NewData(ext model.Extension, pkg model.Packaging, src fs.FS, suffix string)
 	if err != nil {
 		return Data{}, err
 	}
-	files := []string{ext.ScriptFile(), ext.ControlFile()}
-	if files[0] > files[1] {
-		files[0], files[1] = files[1], files[0]
-	}
+	files := append([]string{ext.ControlFile()}, ext.Scripts()...)
+	slices.Sort(files)
 	return Data{
 		Ext: ext, Pkg: pkg, Suffix: suffix, Files: files, Tests: t,
 		Summary:     strings.ToUpper(ext.Comment[:1]) + ext.Comment[1:],
@@ -55,9 +54,9 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := render.Files{
-		d.Ext.ScriptFile():  ext[d.Ext.ScriptFile()],
-		d.Ext.ControlFile(): ext[d.Ext.ControlFile()],
+	files := render.Files{}
+	for _, name := range d.Files {
+		files[name] = ext[name]
 	}
 	for name, tmpl := range map[string]string{"Makefile": "templates/Makefile.tmpl", "META.json": "templates/META.json.tmpl"} {
 		if files[name], err = d.Render(src, tmpl); err != nil {

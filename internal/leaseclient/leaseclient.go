@@ -31,6 +31,8 @@ var (
 	RenewSQL   = "SELECT status, expires_at FROM lease.renew($1, $2, $3, $4::interval)"
 	ReleaseSQL = "SELECT lease.release($1, $2, $3)"
 	InspectSQL = "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)"
+	GuardSQL   = "SELECT lease.guard($1, $2, $3)"
+	PurgeSQL   = "SELECT lease.purge($1::interval)"
 )
 
 // Create installs pg_lease in the connected database.
@@ -87,4 +89,20 @@ func Inspect(ctx context.Context, q Querier, name any) (State, error) {
 	var s State
 	err := q.QueryRow(ctx, InspectSQL, name).Scan(&s.Held, &s.Owner, &s.Epoch, &s.Expires)
 	return s, err
+}
+
+// Guard calls lease.guard(name, owner, epoch) and returns the lease's
+// expiry; q should be a transaction, which the guard lasts for. A failed
+// guard is an error with SQLSTATE 55000 and the status as its detail.
+func Guard(ctx context.Context, q Querier, name, owner, epoch any) (time.Time, error) {
+	var exp time.Time
+	err := q.QueryRow(ctx, GuardSQL, name, owner, epoch).Scan(&exp)
+	return exp, err
+}
+
+// Purge calls lease.purge(grace) and returns how many names it deleted.
+func Purge(ctx context.Context, q Querier, grace any) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, PurgeSQL, grace).Scan(&n)
+	return n, err
 }

@@ -15,8 +15,11 @@ import (
 type Extension struct {
 	// Name is the extension name used by CREATE EXTENSION.
 	Name string
-	// Version is the extension version (default_version in the control file).
-	Version string
+	// Versions are the extension's versions, oldest first; the last is
+	// the default_version. Each has a complete install script, and each
+	// step from one to the next an update script. A released version's
+	// install script is frozen (render checks it against its frozen copy).
+	Versions []Version
 	// Schema is the fixed, non-relocatable schema the extension lives in.
 	Schema string
 	// Comment is the one-line description in the control file and packages.
@@ -33,8 +36,11 @@ type Extension struct {
 
 // PgLease is the one description of pg_lease that the tool renders from.
 var PgLease = Extension{
-	Name:         "pg_lease",
-	Version:      "0.1.0",
+	Name: "pg_lease",
+	Versions: []Version{
+		{Number: "0.1.0", Released: true},
+		{Number: "0.2.0"},
+	},
 	Schema:       "lease",
 	Comment:      "expiring ownership of named resources with fencing epochs",
 	Majors:       []int{14, 15, 16, 17, 18},
@@ -49,8 +55,62 @@ func (e Extension) MinMajor() int { return e.Majors[0] }
 // MaxMajor is the newest supported PostgreSQL major.
 func (e Extension) MaxMajor() int { return e.Majors[len(e.Majors)-1] }
 
-// ScriptFile is the install script's file name, e.g. pg_lease--0.1.0.sql.
-func (e Extension) ScriptFile() string { return e.Name + "--" + e.Version + ".sql" }
+// Version is one version of the extension.
+type Version struct {
+	Number   string
+	Released bool // its install script is frozen
+}
+
+// VersionLess reports whether version a (dotted numbers, 0.10.0 after
+// 0.9.0) comes before b.
+func VersionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
+}
+
+// Version is the newest version, the control file's default_version and
+// the packages' version.
+func (e Extension) Version() string { return e.Versions[len(e.Versions)-1].Number }
+
+// At is the extension as it was at version v: its versions up to v. The
+// suites of v run against it, and its control file's default is v.
+func (e Extension) At(v string) (Extension, error) {
+	for i, ver := range e.Versions {
+		if ver.Number == v {
+			e.Versions = slices.Clone(e.Versions[:i+1])
+			return e, nil
+		}
+	}
+	return e, fmt.Errorf("%s has no version %q", e.Name, v)
+}
+
+// ScriptFile is the newest version's install script, e.g. pg_lease--0.2.0.sql.
+func (e Extension) ScriptFile() string { return e.InstallScript(e.Version()) }
+
+// InstallScript is the install script of version v.
+func (e Extension) InstallScript(v string) string { return e.Name + "--" + v + ".sql" }
+
+// UpdateScript is the update script from version a to b.
+func (e Extension) UpdateScript(a, b string) string { return e.Name + "--" + a + "--" + b + ".sql" }
+
+// Scripts are every install and update script, in version order.
+func (e Extension) Scripts() []string {
+	var out []string
+	for i, v := range e.Versions {
+		out = append(out, e.InstallScript(v.Number))
+		if i > 0 {
+			out = append(out, e.UpdateScript(e.Versions[i-1].Number, v.Number))
+		}
+	}
+	return out
+}
 
 // ControlFile is the control file's name, e.g. pg_lease.control.
 func (e Extension) ControlFile() string { return e.Name + ".control" }

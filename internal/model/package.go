@@ -53,7 +53,8 @@ var Packages = Packaging{
 	Arches:   []string{"x86_64", "aarch64"},
 	Description: "pg_lease gives applications expiring ownership of named resources:\n" +
 		"lease.acquire, renew, release and inspect, with a fencing epoch that grows\n" +
-		"with every new holder, so that a resource can refuse a stale holder.\n" +
+		"with every new holder, so that a resource can refuse a stale holder;\n" +
+		"lease.guard fences writes in the same database, lease.purge cleans up.\n" +
 		"Pure SQL and PL/pgSQL; a non-superuser with CREATE may install it.",
 	URL:        "https://github.com/pglease/pglease-gen",
 	Maintainer: "pglease maintainers <maintainers@pglease.dev>",
@@ -63,6 +64,13 @@ var Packages = Packaging{
 	DebRelease:  "12",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
+		Date: "2026-11-30", Version: "0.2.0", Release: 1,
+		Lines: []string{
+			"lease.guard fences writes in the caller's transaction; lease.purge and lease.list",
+			"A blocking acquire never waits past max_wait, lock waits included",
+			"Update script from 0.1.0, checked against a fresh install on PostgreSQL 14 to 18",
+		},
+	}, {
 		Date: "2026-11-29", Version: "0.1.0", Release: 1,
 		Lines: []string{
 			"First release: lease.acquire, renew, release and inspect with fencing epochs",
@@ -124,10 +132,10 @@ func (e Extension) SourcesFile() string { return e.Name + ".sources" }
 func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server", major) }
 
 // Tarball is the source tarball's name, e.g. pg_lease-0.1.0.tar.gz.
-func (e Extension) Tarball() string { return e.Name + "-" + e.Version + ".tar.gz" }
+func (e Extension) Tarball() string { return e.Name + "-" + e.Version() + ".tar.gz" }
 
 // SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
-func (e Extension) SourceDir() string { return e.Name + "-" + e.Version }
+func (e Extension) SourceDir() string { return e.Name + "-" + e.Version() }
 
 // MachineArches are the architectures the packages are built and proven
 // for, by Go's name (GOARCH).

@@ -54,8 +54,8 @@ func TestRenderedScriptOnRealServer(t *testing.T) {
 		t.Fatalf("CREATE EXTENSION: %v", err)
 	}
 	var version string
-	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = $1", model.PgLease.Name).Scan(&version); err != nil || version != model.PgLease.Version {
-		t.Fatalf("extversion = %q, %v; want %s", version, err, model.PgLease.Version)
+	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = $1", model.PgLease.Name).Scan(&version); err != nil || version != model.PgLease.Version() {
+		t.Fatalf("extversion = %q, %v; want %s", version, err, model.PgLease.Version())
 	}
 	var acquired bool
 	var epoch int64

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,23 +48,45 @@ func StartWithExtension(ctx context.Context, pgConfig string, ext model.Extensio
 }
 
 // InstallVariant installs a copy of the extension under another name, its
-// install script changed by edit, for tests that need the extension with
-// a bug put in or a part taken out. remove deletes the copy's files.
+// newest install script changed by edit, for tests that need the extension
+// with a bug put in or a part taken out. remove deletes the copy's files.
 func InstallVariant(ext model.Extension, src fs.FS, inst Install, name string, edit func(string) (string, error)) (remove func(), err error) {
+	return InstallCopy(ext, src, inst, name, ext.ScriptFile(), edit)
+}
+
+// InstallCopy installs a copy of the extension under another name: its
+// control file and every script, the script named file (ext's own name
+// for it, e.g. ext.UpdateScript("0.1.0", "0.2.0")) changed by edit.
+func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string, edit func(string) (string, error)) (remove func(), err error) {
 	files, err := render.Extension(ext, src)
 	if err != nil {
 		return nil, err
 	}
-	script, err := edit(string(files[ext.ScriptFile()]))
-	if err != nil {
-		return nil, err
+	if _, ok := files[file]; !ok {
+		return nil, fmt.Errorf("%s has no script %s", ext.Name, file)
 	}
-	control := filepath.Join(inst.ExtensionDir(), name+".control")
-	sql := filepath.Join(inst.ExtensionDir(), name+"--"+ext.Version+".sql")
-	remove = func() { os.Remove(control); os.Remove(sql) }
-	if err := errors.Join(os.WriteFile(control, files[ext.ControlFile()], 0o644), os.WriteFile(sql, []byte(script), 0o644)); err != nil {
-		remove()
-		return nil, fmt.Errorf("install variant %s: %w", name, err)
+	var written []string
+	remove = func() {
+		for _, f := range written {
+			os.Remove(f)
+		}
+	}
+	for _, f := range append([]string{ext.ControlFile()}, ext.Scripts()...) {
+		b := files[f]
+		if f == file {
+			s, err := edit(string(b))
+			if err != nil {
+				remove()
+				return nil, err
+			}
+			b = []byte(s)
+		}
+		dst := filepath.Join(inst.ExtensionDir(), name+strings.TrimPrefix(f, ext.Name))
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			remove()
+			return nil, fmt.Errorf("install copy %s: %w", name, err)
+		}
+		written = append(written, dst)
 	}
 	return remove, nil
 }

@@ -40,7 +40,6 @@ type output struct {
 }
 
 var outputs = []output{
-	{"templates/pg_lease.sql.tmpl", model.Extension.ScriptFile},
 	{"control/pg_lease.control.tmpl", model.Extension.ControlFile},
 	{"templates/pglease.mk.tmpl", func(model.Extension) string { return "pglease.mk" }},
 }
@@ -53,11 +52,16 @@ type Data struct {
 	Source      string // the template's path, for the "rendered from" header
 	Summary     string
 	Description string
+	At          string   // the version an install or update script is rendered for
 	Suffix      string   // release suffix, e.g. PGSTY
 	Files       []string // the extension's files, sorted
 	Tests       map[string][]string
 	LicenseText string // the LICENSE file
 }
+
+// Since reports whether the version being rendered (At) is v or later, for
+// what a version added: {{ if .Since "0.2.0" }}.
+func (d Data) Since(v string) bool { return !model.VersionLess(d.At, v) }
 
 // Render renders one template with d, its Source set to the template.
 func (d Data) Render(src fs.FS, tmpl string) ([]byte, error) {
@@ -120,20 +124,68 @@ func DebianText(text string) string {
 	return strings.Join(lines, "\n")
 }
 
-// InstallFiles are the rendered files CREATE EXTENSION reads: the control
-// file and the install script.
+// InstallFiles are the rendered files CREATE EXTENSION and ALTER
+// EXTENSION UPDATE read: the control file and every script.
 func InstallFiles(ext model.Extension, src fs.FS) (Files, error) {
 	files, err := Extension(ext, src)
 	if err != nil {
 		return nil, err
 	}
-	return Files{ext.ScriptFile(): files[ext.ScriptFile()], ext.ControlFile(): files[ext.ControlFile()]}, nil
+	out := Files{ext.ControlFile(): files[ext.ControlFile()]}
+	for _, s := range ext.Scripts() {
+		out[s] = files[s]
+	}
+	return out, nil
 }
 
-// Extension renders the install script, the control file and the make
-// fragment for ext from the templates in src.
+// ScriptTemplate renders every version's install script; UpdateTemplate
+// is the update script from one version to the next, which shares the
+// install script's named blocks (so that what an update creates is what a
+// fresh install creates). ReleasedDir holds the frozen copy of each
+// released version's install script.
+const (
+	ScriptTemplate = "templates/pg_lease.sql.tmpl"
+	ReleasedDir    = "templates/released"
+)
+
+// UpdateTemplate is the template of the update script from a to b.
+func UpdateTemplate(ext model.Extension, a, b string) string {
+	return "templates/" + ext.UpdateScript(a, b) + ".tmpl"
+}
+
+// Extension renders the install and update scripts, the control file and
+// the make fragment for ext from the templates in src. A released
+// version's install script must be byte for byte its frozen copy: a
+// template change that would alter it is an error.
 func Extension(ext model.Extension, src fs.FS) (Files, error) {
 	files := Files{}
+	for i, v := range ext.Versions {
+		d := Data{Ext: ext, Pkg: model.Packages, At: v.Number, Source: ScriptTemplate}
+		b, err := TemplateSet(src, d, ScriptTemplate)
+		if err != nil {
+			return nil, err
+		}
+		name := ext.InstallScript(v.Number)
+		if v.Released {
+			frozen, err := fs.ReadFile(src, ReleasedDir+"/"+name)
+			if err != nil {
+				return nil, fmt.Errorf("%s is released, but its frozen copy is missing: %w", name, err)
+			}
+			if !bytes.Equal(b, frozen) {
+				return nil, fmt.Errorf("%s is released and frozen, but the templates now render it differently "+
+					"(compare with %s/%s): put the change in a new version and its update script", name, ReleasedDir, name)
+			}
+		}
+		files[name] = b
+		if i > 0 {
+			prev := ext.Versions[i-1].Number
+			tmpl := UpdateTemplate(ext, prev, v.Number)
+			d.Source = tmpl
+			if files[ext.UpdateScript(prev, v.Number)], err = TemplateSet(src, d, ScriptTemplate, tmpl); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, o := range outputs {
 		b, err := Data{Ext: ext, Pkg: model.Packages}.Render(src, o.template)
 		if err != nil {
@@ -142,6 +194,31 @@ func Extension(ext model.Extension, src fs.FS) (Files, error) {
 		files[o.name(ext)] = b
 	}
 	return files, nil
+}
+
+// TemplateSet parses the template files together (the later ones may use
+// the named blocks of the earlier ones) and renders the last with d.
+func TemplateSet(src fs.FS, d any, paths ...string) ([]byte, error) {
+	var t *template.Template
+	for _, p := range paths {
+		text, err := fs.ReadFile(src, p)
+		if err != nil {
+			return nil, fmt.Errorf("read template: %w", err)
+		}
+		if t == nil {
+			t = template.New(p).Option("missingkey=error").Funcs(FuncMap())
+		} else {
+			t = t.New(p)
+		}
+		if _, err := t.Parse(string(text)); err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", p, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render template %s: %w", t.Name(), err)
+	}
+	return buf.Bytes(), nil
 }
 
 // Template renders one template file from src with the given data.

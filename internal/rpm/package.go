@@ -82,7 +82,7 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 	name := d.Ext.PackageName(major)
 	ext := layout.PGDG(major).ExtensionDir()
 	p := Package{
-		Name: name, Version: d.Ext.Version, Release: d.Pkg.ReleaseTag(d.Suffix),
+		Name: name, Version: d.Ext.Version(), Release: d.Pkg.ReleaseTag(d.Suffix),
 		Summary: d.Summary, Description: d.Description, License: d.Ext.License, URL: d.Pkg.URL,
 		Requires:  []string{model.ServerPackage(major)},
 		Changelog: d.Pkg.Changelog, Maintainer: d.Pkg.Maintainer, Suffix: d.Suffix, BuildTime: built,

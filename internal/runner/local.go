@@ -57,11 +57,7 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 		return suite.Result{}, fmt.Errorf("%s is PostgreSQL %d: %s supports %s", inst.PgConfig, inst.Major, ext.Name, ext.MajorList())
 	}
 	step("PostgreSQL %d at %s", inst.Major, inst.BinDir)
-	tests, err := suite.AllTests(o.Src)
-	if err != nil {
-		return suite.Result{}, err
-	}
-	suites, err := SuitesArchive(o.Src)
+	passes, err := Passes(ext, o.Src)
 	if err != nil {
 		return suite.Result{}, err
 	}
@@ -75,7 +71,7 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 		defer host.Close()
 	}
 	out, err := Run(ctx, host, Options{
-		Tests: tests, Suites: suites, Install: CopyFiles(ext, o.Src), Results: results, Keep: o.Keep,
+		Passes: passes, Updates: Updates(ext), Install: CopyFiles(ext, o.Src), Results: results, Keep: o.Keep,
 		Stage: func(s string) { step("%s", s) },
 	})
 	if err != nil {

@@ -126,11 +126,7 @@ func TestInstallerCheckFailsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	tests, err := suite.AllTests(pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	suites, err := SuitesArchive(pglease.Files)
+	passes, err := Passes(model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +137,7 @@ func TestInstallerCheckFailsTheRun(t *testing.T) {
 		}
 		return func(context.Context) error { return errors.New("removal left files behind: /x") }, nil
 	}
-	out, err := Run(ctx, host, Options{Tests: tests, Suites: suites, Install: install})
+	out, err := Run(ctx, host, Options{Passes: passes[:1], Install: install})
 	if !out.Result.Passed() {
 		t.Fatalf("the suites failed: %v", err)
 	}

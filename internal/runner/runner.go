@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/suite"
@@ -53,11 +52,12 @@ type Installer func(ctx context.Context, t Target, stage func(string)) (check fu
 
 // Options configure Run.
 type Options struct {
-	Tests   map[suite.Kind][]string
-	Suites  []byte    // tar of regress/ and isolation/ (SuitesArchive)
+	Passes  []Pass    // the suites' runs (Passes)
+	Updates []Update  // the update checks (Updates)
 	Install Installer // nil: the extension is already there
 	// Results is the directory on this machine that receives
-	// Results/regress and Results/isolation; "" leaves them on the target.
+	// Results/regress and Results/isolation (and Results/PASS/... for
+	// the other passes); "" leaves them on the target.
 	Results string
 	Keep    bool // leave the server running
 	Stage   func(string)
@@ -98,8 +98,14 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	if err := Must(ctx, root, "mkdir", "-p", work); err != nil {
 		return out, err
 	}
-	if err := t.Upload(ctx, work, o.Suites); err != nil {
-		return out, err
+	for _, p := range o.Passes {
+		dir := path.Join(work, "suites", p.Name)
+		if err := Must(ctx, root, "mkdir", "-p", dir); err != nil {
+			return out, err
+		}
+		if err := t.Upload(ctx, dir, p.Suites); err != nil {
+			return out, err
+		}
 	}
 	if err := t.Own(ctx, work); err != nil {
 		return out, err
@@ -136,31 +142,46 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	}
 	out.Machine = strings.TrimSpace(string(m))
 
-	results := path.Join(work, "results")
-	if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
-		return out, err
-	}
-	out.Result, err = suite.Run(ctx, srv, suite.Options{
-		PgRegress:          l.PgRegress(),
-		PgIsolationRegress: l.PgIsolationRegress(),
-		BinDir:             l.BinDir,
-		InputDir:           work,
-		OutputDir:          results,
-		Host:               work,
-		Port:               Port,
-		User:               t.User(),
-		Tests:              o.Tests,
-		Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s (%d tests)", k, len(o.Tests[k]))) },
-	})
-	if err != nil {
-		return out, err
-	}
-	if o.Results != "" {
-		stage("copying results")
-		for _, k := range suite.Kinds {
-			if err := t.Download(ctx, path.Join(results, string(k)), filepath.Join(o.Results, string(k))); err != nil {
-				return out, err
+	for _, p := range o.Passes {
+		results := path.Join(work, "results", p.Name)
+		if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
+			return out, err
+		}
+		what := "suites"
+		if p.Name != "" {
+			what = p.Name
+		}
+		res, err := suite.Run(ctx, srv, suite.Options{
+			PgRegress:          l.PgRegress(),
+			PgIsolationRegress: l.PgIsolationRegress(),
+			BinDir:             l.BinDir,
+			InputDir:           path.Join(work, "suites", p.Name),
+			OutputDir:          results,
+			Host:               work,
+			Port:               Port,
+			User:               t.User(),
+			Tests:              p.Tests,
+			Suffix:             p.CaseSuffix(),
+			Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s %s (%d tests)", what, k, len(p.Tests[k]))) },
+		})
+		if err != nil {
+			return out, err
+		}
+		out.Result.Add(res)
+		if o.Results != "" {
+			stage("copying results")
+			for _, k := range suite.Kinds {
+				if err := t.Download(ctx, path.Join(results, string(k)), filepath.Join(o.Results, p.Name, string(k))); err != nil {
+					return out, err
+				}
 			}
+		}
+	}
+	if len(o.Updates) > 0 {
+		res, err := runUpdates(ctx, t, o, stage)
+		out.Result.Add(res)
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -183,30 +204,6 @@ func Output(ctx context.Context, e suite.Executor, argv ...string) ([]byte, erro
 func Must(ctx context.Context, e suite.Executor, argv ...string) error {
 	_, err := Output(ctx, e, argv...)
 	return err
-}
-
-// SuitesArchive is a tar of regress/ and isolation/ from src.
-func SuitesArchive(src fs.FS) ([]byte, error) {
-	var t docker.Tar
-	for _, k := range suite.Kinds {
-		err := fs.WalkDir(src, string(k), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return t.Dir(p, 0o755)
-			}
-			b, err := fs.ReadFile(src, p)
-			if err != nil {
-				return err
-			}
-			return t.File(p, 0o644, b)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("pack the suites: %w", err)
-		}
-	}
-	return t.Bytes()
 }
 
 // Within joins the archive entry name rel to dir, and refuses a name that

@@ -63,7 +63,10 @@ type state struct {
 	exp      int       // index into h.exps
 	released bool
 	epoch    int64 // released at this epoch
-	cause    Op
+	// purged: a purge may have deleted the row while this state lasted,
+	// so inspect may show the name unknown, and its holder not_owner
+	purged bool
+	cause  Op
 }
 
 type checker struct {
@@ -93,7 +96,7 @@ var Rules = []string{
 	"acquire-result", "unique-epoch", "epochs-grow", "ok-from-holder", "renew-result",
 	"no-revival", "release-live", "no-overlap", "idempotent-acquire", "refusal-justified",
 	"wait-bounded", "wait-sees-free", "status-justified", "inspect-agrees",
-	"table-keeps-epochs", "table-agrees",
+	"table-keeps-epochs", "table-agrees", "guard-justified", "guard-fences",
 }
 
 // Check checks a history and the final table (by name) and returns the
@@ -102,7 +105,15 @@ var Rules = []string{
 func Check(ops []Op, final map[string]Row) []Violation {
 	c := &checker{}
 	byName := map[string][]Op{}
+	var purges []Op
 	for _, o := range ops {
+		if o.Kind == Purge {
+			// a purge has no name: it may touch every name
+			if o.Err == "" {
+				purges = append(purges, o)
+			}
+			continue
+		}
 		byName[o.Name] = append(byName[o.Name], o)
 	}
 	names := make([]string, 0, len(byName))
@@ -112,7 +123,7 @@ func Check(ops []Op, final map[string]Row) []Violation {
 	slices.Sort(names)
 	for _, n := range names {
 		row, ok := final[n]
-		c.name(n, byName[n], row, ok)
+		c.name(n, byName[n], purges, row, ok)
 	}
 	return c.out
 }
@@ -123,6 +134,7 @@ type nameCheck struct {
 	*checker
 	name    string
 	ops     []Op
+	purges  []Op // every purge that did not fail (it may have committed)
 	row     Row
 	haveRow bool
 	certain bool // no call of unknown outcome
@@ -135,8 +147,8 @@ type nameCheck struct {
 
 func committed(o Op) bool { return !o.RolledBack && !o.Unknown && o.Err == "" }
 
-func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
-	n := &nameCheck{checker: c, name: name, ops: ops, row: row, haveRow: haveRow, certain: true, byEpoch: map[int64]*holding{}}
+func (c *checker) name(name string, ops []Op, purges []Op, row Row, haveRow bool) {
+	n := &nameCheck{checker: c, name: name, ops: ops, purges: purges, row: row, haveRow: haveRow, certain: true, byEpoch: map[int64]*holding{}}
 	for _, o := range ops {
 		if o.Unknown {
 			n.certain = false
@@ -149,6 +161,7 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 	n.releaseLive()
 	n.noOverlap()
 	n.buildStates()
+	n.guardFences()
 	for _, o := range ops {
 		n.waitBounded(o)
 		if o.RolledBack || o.Unknown || !n.certain {
@@ -163,6 +176,10 @@ func (c *checker) name(name string, ops []Op, row Row, haveRow bool) {
 		case o.Kind == Acquire && o.MaxWait > 0 && o.Err == "57014":
 			n.waitSeesFree(o)
 		case (o.Kind == Renew || o.Kind == Release) && o.Err == "" && o.Status != "ok":
+			n.statusJustified(o, ws)
+		case o.Kind == Guard && o.Err == "":
+			n.guardJustified(o, ws)
+		case o.Kind == Guard && o.Err == "55000":
 			n.statusJustified(o, ws)
 		case o.Kind == Inspect && o.Err == "":
 			n.inspectAgrees(o, ws)
@@ -204,14 +221,20 @@ func (n *nameCheck) holdings() {
 	slices.SortFunc(n.hs, func(a, b *holding) int { return a.at.Compare(b.at) })
 }
 
-// epochsGrow: each new holder's epoch is above the last, and when every
-// call's outcome is known, exactly the next one.
+// epochsGrow: each new holder's epoch is above the last, purges or not,
+// and when every call's outcome is known and no purge ran in between,
+// exactly the next one. (After a purge, a name starts above the highest
+// epoch any purged name had.)
 func (n *nameCheck) epochsGrow() {
 	for i, h := range n.hs {
 		if i > 0 && h.epoch <= n.hs[i-1].epoch {
 			n.failOps("epochs-grow", fmt.Sprintf("%s: epoch %d acquired after epoch %d", n.name, h.epoch, n.hs[i-1].epoch), n.hs[i-1].founder, h.founder)
 		}
-		if n.certain {
+		var since time.Time
+		if i > 0 {
+			since = n.hs[i-1].at
+		}
+		if n.certain && !n.purgedBetween(since, h.founder.End) {
 			want := int64(1)
 			if i > 0 {
 				want = n.hs[i-1].epoch + 1
@@ -325,8 +348,25 @@ func (n *nameCheck) mayHaveEnded(h *holding, t time.Time) bool {
 	return false
 }
 
+// purgedBetween reports whether a purge ran (in part) between a and b.
+func (n *nameCheck) purgedBetween(a, b time.Time) bool {
+	for _, p := range n.purges {
+		if p.Start.Before(b.Add(tol)) && p.End.After(a.Add(-tol)) {
+			return true
+		}
+	}
+	return false
+}
+
+// purgeable reports whether a purge with that grace, running until t,
+// may delete the row of state st: released, or lapsed for grace by t.
+func purgeable(st state, grace time.Duration, t time.Time) bool {
+	return st.released || (st.h != nil && !st.purged && !st.h.exps[st.exp].v.Add(grace).After(t.Add(tol)))
+}
+
 // buildStates lists the states inspect could have shown, in order: unknown
-// from the beginning, then one per change.
+// from the beginning, then one per change, and after a purge that may
+// have deleted the row, the same state marked purged.
 func (n *nameCheck) buildStates() {
 	n.states = append(n.states, state{})
 	for _, h := range n.hs {
@@ -338,9 +378,37 @@ func (n *nameCheck) buildStates() {
 		}
 	}
 	slices.SortStableFunc(n.states[1:], func(a, b state) int { return a.at.Compare(b.at) })
-	// A state's window ends when the next change was committed, which can be
-	// long after that change was written (a blocking acquire's call): look
-	// back that far, and no further, for states that reach into a call.
+	n.setSpan()
+	for _, p := range n.purges {
+		// the state in effect when the purge returned may be gone from
+		// then on (a copy marked purged); one it replaced during the
+		// purge may have been gone in part of its time (marked itself)
+		last := 0
+		for i := 1; i < len(n.states) && !n.states[i].at.After(p.End); i++ {
+			last = i
+		}
+		for i := max(1, n.first(p.Start)); i < last; i++ {
+			if n.states[i+1].seen.After(p.Start) && purgeable(n.states[i], p.Grace, p.End) {
+				n.states[i].purged = true
+			}
+		}
+		if st := n.states[last]; last > 0 && !st.purged && purgeable(st, p.Grace, p.End) {
+			from := p.Start
+			if !st.released {
+				from = later(from, st.h.exps[st.exp].v.Add(p.Grace))
+			}
+			cp := st
+			cp.at, cp.seen, cp.purged, cp.cause = from, p.End, true, p
+			n.states = slices.Insert(n.states, last+1, cp)
+		}
+	}
+	n.setSpan()
+}
+
+// setSpan: a state's window ends when the next change was committed, which
+// can be long after that change was written (a blocking acquire's call):
+// look back that far, and no further, for states that reach into a call.
+func (n *nameCheck) setSpan() {
 	for _, st := range n.states[1:] {
 		n.span = max(n.span, st.seen.Sub(st.at))
 	}
@@ -459,7 +527,7 @@ func (n *nameCheck) statusJustified(o Op, ws []window) {
 	for _, w := range ws {
 		switch o.Status {
 		case "not_owner":
-			if w.st.h == nil || w.st.h.owner != o.Owner {
+			if w.st.h == nil || w.st.h.owner != o.Owner || w.st.purged {
 				return
 			}
 		case "epoch_mismatch":
@@ -478,11 +546,40 @@ func (n *nameCheck) statusJustified(o Op, ws []window) {
 // inspectAgrees: inspect shows a state the lease was in during the call.
 func (n *nameCheck) inspectAgrees(o Op, ws []window) {
 	for _, w := range ws {
-		if inspectMatches(o, w.st, heldIn(w), lapsedIn(w)) {
+		if inspectMatches(o, w.st, heldIn(w), lapsedIn(w)) || (w.st.purged && inspectMatches(o, state{}, false, false)) {
 			return
 		}
 	}
 	n.failOps("inspect-agrees", fmt.Sprintf("inspect of %s shows a state the history does not have during the call", n.name), o)
+}
+
+// guardJustified: a guard succeeds only for the holder of that epoch while
+// it holds the lease.
+func (n *nameCheck) guardJustified(o Op, ws []window) {
+	for _, w := range ws {
+		if w.st.h != nil && w.st.h.owner == o.Owner && w.st.h.epoch == o.Epoch && heldIn(w) {
+			return
+		}
+	}
+	n.failOps("guard-justified", fmt.Sprintf("guard of %s epoch %d succeeded, but %s did not hold it then", n.name, o.Epoch, o.Owner), o)
+}
+
+// guardFences: a write made under a guard at epoch e committed before any
+// later epoch of the name was granted: no acquire returned an epoch above
+// e before the guarded transaction even sent its COMMIT. This holds
+// whatever other calls' outcomes were.
+func (n *nameCheck) guardFences() {
+	for _, o := range n.ops {
+		if o.Kind != Guard || !o.Written {
+			continue
+		}
+		for _, h := range n.hs {
+			if h.epoch > o.Epoch && h.founder.End.Before(o.CommitAt.Add(-tol)) {
+				n.failOps("guard-fences", fmt.Sprintf("%s epoch %d was granted before the write guarded at epoch %d committed", n.name, h.epoch, o.Epoch), o, h.founder)
+				break
+			}
+		}
+	}
 }
 
 // tableKeepsEpochs: nothing acknowledged is lost, whatever else happened:
@@ -495,6 +592,9 @@ func (n *nameCheck) tableKeepsEpochs() {
 		if h.release != nil {
 			top = max(top, h.epoch+1)
 		}
+	}
+	if !n.haveRow && n.states[len(n.states)-1].purged {
+		return // purged at the end; epochs-grow checks what came after purges
 	}
 	if top > 0 && (!n.haveRow || n.row.Epoch < top) {
 		n.fail("table-keeps-epochs", "%s: the table has epoch %d (row: %v), but epoch %d was handed out or released into", n.name, n.row.Epoch, n.haveRow, top)
@@ -512,6 +612,9 @@ func (n *nameCheck) tableAgrees() {
 		return
 	}
 	last := n.hs[len(n.hs)-1]
+	if !n.haveRow && n.states[len(n.states)-1].purged {
+		return
+	}
 	if !n.haveRow {
 		n.fail("table-agrees", "%s has no row, but epoch %d was acquired", n.name, last.epoch)
 		return

@@ -18,18 +18,29 @@ const (
 	Renew   Kind = "renew"
 	Release Kind = "release"
 	Inspect Kind = "inspect"
+	// Guard is a transaction of lease.guard, a write into FencedTable
+	// and a commit; Purge is lease.purge(grace), which has no name.
+	Guard Kind = "guard"
+	Purge Kind = "purge"
 )
+
+// FencedTable is the table the guarded transactions write into: one row
+// per guarded write, so the checker knows which committed.
+const FencedTable = "pglease_stress_fenced"
 
 // Op is one call and its outcome.
 type Op struct {
 	ID      int
 	Client  int
+	Seq     int // the client's own count of its calls
 	Kind    Kind
 	Name    string
 	Owner   string
 	Epoch   int64         // renew, release: the token passed
 	TTL     time.Duration // acquire, renew
 	MaxWait time.Duration // acquire: 0 is non-blocking
+	Grace   time.Duration // purge
+	Hold    time.Duration // guard: how long the transaction stays open after the guard
 	Start   time.Time
 	End     time.Time
 	// RolledBack: the call ran in a transaction that was rolled back, so
@@ -47,7 +58,12 @@ type Op struct {
 	Held     bool       // inspect
 	RetOwner *string    // inspect
 	RetEpoch *int64     // acquire, inspect
-	Expires  *time.Time // acquire, renew, inspect
+	Expires  *time.Time // acquire, renew, inspect, guard
+	Purged   int64      // purge
+	// guard: when the COMMIT was sent, and whether the guarded write is
+	// in FencedTable at the end (it committed)
+	CommitAt time.Time
+	Written  bool
 }
 
 func (o Op) String() string {
@@ -57,8 +73,10 @@ func (o Op) String() string {
 		s += fmt.Sprintf(", %s, %s, wait %s)", o.Owner, o.TTL, o.MaxWait)
 	case Renew:
 		s += fmt.Sprintf(", %s, %d, %s)", o.Owner, o.Epoch, o.TTL)
-	case Release:
+	case Release, Guard:
 		s += fmt.Sprintf(", %s, %d)", o.Owner, o.Epoch)
+	case Purge:
+		s = fmt.Sprintf("#%d c%d purge(%s)", o.ID, o.Client, o.Grace)
 	default:
 		s += ")"
 	}
@@ -73,6 +91,10 @@ func (o Op) String() string {
 		s += " -> " + o.Err + " " + o.ErrMsg
 	case o.Kind == Acquire:
 		s += fmt.Sprintf(" -> %v %s %s", o.Acquired, i64(o.RetEpoch), ts(o.Expires))
+	case o.Kind == Guard:
+		s += fmt.Sprintf(" -> %s, held %s, commit sent %s, written %v", ts(o.Expires), o.Hold, o.CommitAt.Format("15:04:05.000000"), o.Written)
+	case o.Kind == Purge:
+		s += fmt.Sprintf(" -> %d purged", o.Purged)
 	case o.Kind == Inspect:
 		s += fmt.Sprintf(" -> held=%v owner=%s epoch=%s expires=%s", o.Held, str(o.RetOwner), i64(o.RetEpoch), ts(o.Expires))
 	default:

@@ -26,6 +26,9 @@ type Config struct {
 	MinTTL   time.Duration
 	MaxTTL   time.Duration
 	MaxWait  time.Duration // longest max_wait of a blocking acquire
+	// Fencing adds guarded transactions (lease.guard, a write, a commit)
+	// and lease.purge calls (pg_lease 0.2.0 and later).
+	Fencing bool
 	// Reconnect: a call whose connection fails is recorded with an unknown
 	// outcome and the client reconnects (for fault injection); otherwise a
 	// failed connection ends the run with an error.
@@ -81,6 +84,15 @@ func Run(ctx context.Context, cfg Config) ([]Op, error) {
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}
 		conns[i] = conn
+	}
+	if cfg.Fencing {
+		if _, err := conns[0].Exec(ctx, "CREATE TABLE IF NOT EXISTS "+FencedTable+
+			" (name text, client int, seq int, epoch bigint NOT NULL, PRIMARY KEY (name, client, seq))"); err != nil {
+			for _, c := range conns {
+				c.Close(context.Background())
+			}
+			return nil, fmt.Errorf("create %s: %w", FencedTable, err)
+		}
 	}
 	deadline := time.Now().Add(cfg.Duration)
 	for i, conn := range conns {
@@ -147,6 +159,7 @@ func collect(ch chan error) []error {
 
 type client struct {
 	id     int
+	seq    int
 	conn   *pgx.Conn
 	cfg    Config
 	rng    *rand.Rand
@@ -164,13 +177,23 @@ func (c *client) ttl() time.Duration {
 
 func (c *client) step(ctx context.Context) (Op, error) {
 	name := fmt.Sprintf("%s%d", c.cfg.Prefix, c.rng.IntN(c.cfg.Names))
-	op := Op{Client: c.id, Name: name, Owner: c.owner()}
+	c.seq++
+	op := Op{Client: c.id, Seq: c.seq, Name: name, Owner: c.owner()}
 	epoch, have := c.tokens[name]
 	if !have || c.rng.IntN(10) == 0 {
 		epoch = int64(1 + c.rng.IntN(8)) // stale or made up
 	}
 	r := c.rng.IntN(100)
+	if c.cfg.Fencing && c.rng.IntN(100) < 15 {
+		r = -1
+	}
 	switch {
+	case r < 0 && c.rng.IntN(5) == 0:
+		op.Kind, op.Name, op.Owner = Purge, "", ""
+		op.Grace = time.Duration(c.rng.IntN(50)) * time.Millisecond
+	case r < 0:
+		op.Kind, op.Epoch = Guard, epoch
+		op.Hold = time.Duration(c.rng.IntN(20)) * time.Millisecond
 	case r < 30:
 		op.Kind, op.TTL = Acquire, c.ttl()
 		if c.rng.IntN(3) == 0 {
@@ -191,7 +214,7 @@ func (c *client) step(ctx context.Context) (Op, error) {
 		delete(c.tokens, name) // whatever happened, this client does not know
 		return op, err
 	}
-	if op.Kind == Acquire && op.Acquired && !op.RolledBack && op.Err == "" {
+	if op.Kind == Acquire && op.Acquired && !op.RolledBack && op.Err == "" && op.RetEpoch != nil {
 		c.tokens[name] = *op.RetEpoch
 	}
 	return op, nil
@@ -228,6 +251,10 @@ func (c *client) call(ctx context.Context, op *Op) error {
 			op.Status, op.Expires = r.Status, r.Expires
 		case Release:
 			op.Status, err = leaseclient.Release(ctx, c.conn, op.Name, op.Owner, op.Epoch)
+		case Guard:
+			err = c.guard(ctx, op)
+		case Purge:
+			op.Purged, err = leaseclient.Purge(ctx, c.conn, op.Grace)
 		case Inspect:
 			var st leaseclient.State
 			st, err = leaseclient.Inspect(ctx, c.conn, op.Name)
@@ -240,12 +267,79 @@ func (c *client) call(ctx context.Context, op *Op) error {
 	case err == nil:
 	case errors.As(err, &pe) && !lost(pe):
 		op.Err, op.ErrMsg = pe.Code, pe.Message
+		if op.Kind == Guard && pe.Code == "55000" {
+			op.Status = pe.Detail
+		}
 		if op.RolledBack {
 			c.conn.Exec(ctx, "ROLLBACK")
 		}
 	default:
 		op.Unknown, op.ErrMsg = true, err.Error()
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// guard runs a guarded transaction: the guard, Hold of other work, the
+// write into FencedTable, the commit (CommitAt is when it was sent). A
+// failed guard rolls back.
+func (c *client) guard(ctx context.Context, op *Op) (err error) {
+	tx, err := c.conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback(ctx)
+		}
+	}()
+	exp, err := leaseclient.Guard(ctx, tx, op.Name, op.Owner, op.Epoch)
+	if err != nil {
+		return err
+	}
+	op.Expires = &exp
+	if op.Hold > 0 {
+		if _, err := tx.Exec(ctx, "SELECT pg_sleep($1)", op.Hold.Seconds()); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO "+FencedTable+" (name, client, seq, epoch) VALUES ($1, $2, $3, $4)", op.Name, op.Client, op.Seq, op.Epoch); err != nil {
+		return err
+	}
+	op.CommitAt = time.Now()
+	return tx.Commit(ctx)
+}
+
+// Writes marks the guard calls of ops whose write is in FencedTable.
+func Writes(ctx context.Context, dsn, prefix string, ops []Op) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT name, client, seq FROM "+FencedTable+" WHERE starts_with(name, $1)", prefix)
+	if err != nil {
+		return err
+	}
+	type key struct {
+		name        string
+		client, seq int
+	}
+	written := map[key]bool{}
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.name, &k.client, &k.seq); err != nil {
+			return err
+		}
+		written[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, o := range ops {
+		if o.Kind == Guard {
+			ops[i].Written = written[key{o.Name, o.Client, o.Seq}]
+		}
 	}
 	return nil
 }

@@ -38,9 +38,9 @@ func exec(t *testing.T, dsn string, sqls ...string) {
 	}
 }
 
-func stress(t *testing.T, dsn string, d, maxTTL time.Duration) ([]Op, []Violation) {
+func stress(t *testing.T, dsn string, d, maxTTL time.Duration, fencing bool) ([]Op, []Violation) {
 	t.Helper()
-	cfg := Config{DSN: dsn, Clients: 8, Names: 3, Duration: d, Seed: 42, MaxTTL: maxTTL}.Defaults()
+	cfg := Config{DSN: dsn, Clients: 8, Names: 3, Duration: d, Seed: 42, MaxTTL: maxTTL, Fencing: fencing}.Defaults()
 	ops, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +48,11 @@ func stress(t *testing.T, dsn string, d, maxTTL time.Duration) ([]Op, []Violatio
 	final, err := Table(context.Background(), dsn, cfg.Prefix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fencing {
+		if err := Writes(context.Background(), dsn, cfg.Prefix, ops); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return ops, Check(ops, final)
 }
@@ -57,7 +62,7 @@ func TestStressHasNoViolations(t *testing.T) {
 	exec(t, srv.DSN("postgres"), "CREATE DATABASE stress")
 	dsn := srv.DSN("stress")
 	exec(t, dsn, leaseclient.CreateSQL)
-	ops, vs := stress(t, dsn, 8*time.Second, 0)
+	ops, vs := stress(t, dsn, 8*time.Second, 0, true)
 	for _, v := range vs[:min(len(vs), 10)] {
 		t.Error(v)
 	}
@@ -84,10 +89,15 @@ func TestStressHasNoViolations(t *testing.T) {
 			seen[string(o.Kind)+" "+o.Status]++
 		case o.Kind == Inspect && o.Held:
 			seen["inspect held"]++
+		case o.Kind == Guard && o.Written:
+			seen["guarded write"]++
+		case o.Kind == Purge && o.Purged > 0:
+			seen["purged"]++
 		}
 	}
 	t.Logf("%d operations: %v", len(ops), seen)
-	for _, k := range []string{"acquired", "acquired at epoch > 1", "refused", "acquired after waiting", "renew ok", "renew lapsed", "renew not_owner", "renew epoch_mismatch", "release ok", "release not_owner", "inspect held"} {
+	for _, k := range []string{"acquired", "acquired at epoch > 1", "refused", "acquired after waiting", "renew ok", "renew lapsed", "renew not_owner", "renew epoch_mismatch", "release ok", "release not_owner", "inspect held",
+		"guarded write", "guard not_owner", "guard lapsed", "purged"} {
 		if seen[k] == 0 {
 			t.Errorf("the run never saw %q", k)
 		}
@@ -110,7 +120,7 @@ func TestCheckerCatchesBrokenVariants(t *testing.T) {
 			dsn := srv.DSN(v.Name)
 			exec(t, dsn, "CREATE EXTENSION "+ext)
 			// short leases, so that lapses (and the bugs around them) are common
-			ops, vs := stress(t, dsn, 6*time.Second, 100*time.Millisecond)
+			ops, vs := stress(t, dsn, 6*time.Second, 100*time.Millisecond, v.Fencing)
 			rules := map[string]int{}
 			for _, x := range vs {
 				rules[x.Rule]++
@@ -168,6 +178,29 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		t.Errorf("a history ended by a release of unknown outcome has violations: %v", vs)
 	}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	// a releases (the row is released at epoch 2), a purge deletes it, an
+	// inspect shows the name unknown, and b starts above the mark, at 3
+	purged := []Op{
+		acq(0, "a", 0, 2, 100, true, 1),
+		{ID: 1, Kind: Release, Name: "n", Owner: "a", Epoch: 1, Start: at(10), End: at(11), Status: "ok"},
+		{ID: 2, Kind: Purge, Start: at(20), End: at(22), Purged: 1},
+		{ID: 3, Kind: Inspect, Name: "n", Start: at(30), End: at(31)},
+		{ID: 4, Kind: Renew, Name: "n", Owner: "a", Epoch: 1, TTL: ms(100), Start: at(32), End: at(33), Status: "not_owner"},
+		acq(5, "b", 40, 42, 100, true, 3),
+	}
+	if vs := Check(purged, map[string]Row{"n": {Owner: sp("b"), Epoch: 3, Expires: tp(141)}}); len(vs) > 0 {
+		t.Errorf("a history with a purge has violations: %v", vs)
+	}
+	// a purge that forgot its mark: b restarts at 1
+	purged[5] = acq(5, "b", 40, 42, 100, true, 1)
+	if vs := Check(purged, map[string]Row{"n": {Owner: sp("b"), Epoch: 1, Expires: tp(141)}}); !slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == "unique-epoch" || v.Rule == "epochs-grow" }) {
+		t.Errorf("a purged name restarting at epoch 1: want an epochs-grow or unique-epoch violation, got %v", vs)
+	}
+	// a purge cannot explain a held lease shown unknown
+	held := []Op{acq(0, "a", 0, 2, 100, true, 1), {ID: 1, Kind: Purge, Start: at(20), End: at(22)}, {ID: 2, Kind: Inspect, Name: "n", Start: at(30), End: at(31)}}
+	if vs := Check(held, map[string]Row{"n": {Owner: sp("a"), Epoch: 1, Expires: tp(101)}}); len(vs) == 0 || vs[0].Rule != "inspect-agrees" {
+		t.Errorf("a held lease shown unknown after a purge: want inspect-agrees, got %v", vs)
+	}
 	cases := []struct {
 		name  string
 		edit  func([]Op) []Op
@@ -209,6 +242,15 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		{"inspect of a state that never was", func(h []Op) []Op { h[4].RetOwner = sp("a"); return h }, nil, "inspect-agrees"},
 		{"table lost an epoch", func(h []Op) []Op { return h }, func(r Row) Row { r.Epoch = 1; return r }, "table-keeps-epochs"},
 		{"table has another expiry", func(h []Op) []Op { return h }, func(r Row) Row { r.Expires = tp(300); return r }, "table-agrees"},
+		// a's lease lapsed at 101
+		{"guard after the lease lapsed", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Guard, Name: "n", Owner: "a", Epoch: 1, Start: at(180), End: at(185), CommitAt: at(184), Written: true, Expires: tp(101)})
+		}, nil, "guard-justified"},
+		// b was granted epoch 2 (returned at 152) while a's guarded
+		// transaction was open until 190
+		{"guarded write committed after the next epoch was granted", func(h []Op) []Op {
+			return append(h, Op{ID: 5, Kind: Guard, Name: "n", Owner: "a", Epoch: 1, Start: at(10), End: at(191), CommitAt: at(190), Written: true, Expires: tp(101)})
+		}, nil, "guard-fences"},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {

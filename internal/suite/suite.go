@@ -40,11 +40,18 @@ const (
 	Isolation Kind = "isolation"
 )
 
+// Update is the kind of an update check (package runner): not a driver's
+// suite, but reported like one.
+const Update Kind = "update"
+
 // Kinds lists the suites in the order they run.
 var Kinds = []Kind{Regress, Isolation}
 
-// testDir is the directory of the suite's tests, ext their file extension.
-func (k Kind) testDir() (string, string) {
+// Reported lists every kind a result can hold, in report order.
+var Reported = []Kind{Regress, Isolation, Update}
+
+// TestDir is the directory of the suite's tests, ext their file extension.
+func (k Kind) TestDir() (string, string) {
 	if k == Regress {
 		return "sql", ".sql"
 	}
@@ -53,7 +60,7 @@ func (k Kind) testDir() (string, string) {
 
 // Tests lists a suite's tests, sorted, from the suite's directory in src.
 func Tests(src fs.FS, k Kind) ([]string, error) {
-	dir, ext := k.testDir()
+	dir, ext := k.TestDir()
 	entries, err := fs.ReadDir(src, path.Join(string(k), dir))
 	if err != nil {
 		return nil, fmt.Errorf("list %s tests: %w", k, err)
@@ -117,6 +124,9 @@ type Options struct {
 	Tests              map[Kind][]string
 	// Starting, when set, is called as each suite starts.
 	Starting func(Kind)
+	// Suffix is added to every test's name in the result ("@0.1.0"), so
+	// that several runs of one test can be told apart.
+	Suffix string
 }
 
 // Case is the outcome of one test.
@@ -132,6 +142,35 @@ type Result struct {
 	Cases  []Case
 	Output map[Kind]string // what each driver printed
 	Diffs  map[Kind]string // regression.diffs of each failed suite
+	// CaseDiffs is the diff of each failed test, by kind and name.
+	CaseDiffs map[Kind]map[string]string
+}
+
+// Add appends the cases, output and diffs of another run to r.
+func (r *Result) Add(o Result) {
+	r.Cases = append(r.Cases, o.Cases...)
+	for _, m := range []*map[Kind]string{&r.Output, &r.Diffs} {
+		if *m == nil {
+			*m = map[Kind]string{}
+		}
+	}
+	for k, v := range o.Output {
+		r.Output[k] += v
+	}
+	for k, v := range o.Diffs {
+		r.Diffs[k] += v
+	}
+	if r.CaseDiffs == nil {
+		r.CaseDiffs = map[Kind]map[string]string{}
+	}
+	for k, m := range o.CaseDiffs {
+		if r.CaseDiffs[k] == nil {
+			r.CaseDiffs[k] = map[string]string{}
+		}
+		for n, d := range m {
+			r.CaseDiffs[k][n] = d
+		}
+	}
 }
 
 // Passed reports whether both suites ran every test and all passed.
@@ -169,7 +208,7 @@ func (r Result) Count(k Kind) (passed, failed int) {
 // has its regression.diffs in the result. err is for failures to run a
 // driver at all, not for failing tests.
 func Run(ctx context.Context, ex Executor, o Options) (Result, error) {
-	res := Result{Output: map[Kind]string{}, Diffs: map[Kind]string{}}
+	res := Result{Output: map[Kind]string{}, Diffs: map[Kind]string{}, CaseDiffs: map[Kind]map[string]string{}}
 	for _, k := range Kinds {
 		tests := o.Tests[k]
 		if len(tests) == 0 {
@@ -200,14 +239,21 @@ func Run(ctx context.Context, ex Executor, o Options) (Result, error) {
 			return res, fmt.Errorf("run %s: %w\n%s", path.Base(driver), err, output)
 		}
 		res.Output[k] = string(output)
-		cases := ParseOutput(k, stdout)
-		res.Cases = append(res.Cases, markMissing(k, tests, cases)...)
+		cases := markMissing(k, tests, ParseOutput(k, stdout))
+		for i := range cases {
+			cases[i].Name += o.Suffix
+		}
+		res.Cases = append(res.Cases, cases...)
 		if code != 0 {
 			diffs, err := ex.ReadFile(ctx, path.Join(out, "regression.diffs"))
 			if err != nil || len(diffs) == 0 {
 				diffs = []byte(fmt.Sprintf("%s exited with %d and left no regression.diffs; its output:\n%s", path.Base(driver), code, output))
 			}
 			res.Diffs[k] = string(diffs)
+			res.CaseDiffs[k] = map[string]string{}
+			for name, d := range SplitDiffs(string(diffs)) {
+				res.CaseDiffs[k][name+o.Suffix] = d
+			}
 		}
 	}
 	return res, nil
@@ -260,11 +306,11 @@ func ParseOutput(k Kind, out []byte) []Case {
 // Report writes the result's per-suite summary, and the diffs of failed
 // suites, to w.
 func Report(w io.Writer, r Result) {
-	for _, k := range Kinds {
+	for _, k := range Reported {
 		p, f := r.Count(k)
 		fmt.Fprintf(w, "%-10s %d passed, %d failed\n", string(k)+":", p, f)
 	}
-	for _, k := range Kinds {
+	for _, k := range Reported {
 		if d, ok := r.Diffs[k]; ok {
 			fmt.Fprintf(w, "\n=== %s regression.diffs ===\n%s", k, d)
 		}
