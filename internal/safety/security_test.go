@@ -22,6 +22,7 @@ var attack = []string{
 	"CREATE SCHEMA lease",
 	"CREATE TABLE public.attack_log (who text, superuser boolean)",
 	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz)`,
+	`CREATE TABLE lease.purge_mark (id boolean PRIMARY KEY, epoch bigint)`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN
 	     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
