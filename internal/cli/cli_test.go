@@ -15,7 +15,9 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/suite"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -101,11 +103,24 @@ func TestTestLocal(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"regress:   7 passed, 0 failed", "isolation: 6 passed, 0 failed", "\nsuites: 13 passed, 0 failed\n"} {
+	n := counts(t)
+	for _, want := range []string{fmt.Sprintf("regress:   %d passed, 0 failed", n[suite.Regress]), fmt.Sprintf("isolation: %d passed, 0 failed", n[suite.Isolation]),
+		fmt.Sprintf("update:    %d passed, 0 failed", n[suite.Update]), fmt.Sprintf("\nsuites: %d passed, 0 failed\n", n[suite.Regress]+n[suite.Isolation]+n[suite.Update])} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// counts is how many cases of each kind a test run has: every pass of
+// the suites and every update check.
+func counts(t *testing.T) map[suite.Kind]int {
+	t.Helper()
+	passes, err := runner.Passes(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner.Count(passes, runner.Updates(model.PgLease))
 }
 
 func TestTestInDocker(t *testing.T) {
@@ -116,14 +131,19 @@ func TestTestInDocker(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, want := range []string{"pg15: regress (7 tests)", "pg15  ok     PostgreSQL 15.", " " + model.ELArch(runtime.GOARCH) + " ",
+	passes, err := runner.Passes(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := counts(t)
+	for _, want := range []string{fmt.Sprintf("pg15: regress (%d tests)", len(passes[0].Tests[suite.Regress])), "pg15  ok     PostgreSQL 15.", " " + model.ELArch(runtime.GOARCH) + " ",
 		"PostgreSQL 15.", " on " + model.ELArch(runtime.GOARCH) + "-", // version()
 		"\n1 passed, 0 failed, 0 skipped (PostgreSQL 15)\n", "JUnit report: " + report} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`<testsuite name="pg15.isolation" tests="6" failures="0"`)) {
+	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf(`<testsuite name="pg15.isolation" tests="%d" failures="0"`, n[suite.Isolation]))) {
 		t.Errorf("JUnit report: %v\n%s", err, b)
 	}
 }

@@ -66,9 +66,10 @@ var Packages = Packaging{
 	Changelog: []Change{{
 		Date: "2026-11-30", Version: "0.2.0", Release: 1,
 		Lines: []string{
-			"lease.guard fences writes in the caller's transaction; lease.purge and lease.list",
+			"lease.guard fences writes in the caller's transaction",
+			"lease.purge deletes released and lapsed names; lease.list",
 			"A blocking acquire never waits past max_wait, lock waits included",
-			"Update script from 0.1.0, checked against a fresh install on PostgreSQL 14 to 18",
+			"Update from 0.1.0, checked against a fresh install of 0.2.0",
 		},
 	}, {
 		Date: "2026-11-29", Version: "0.1.0", Release: 1,

@@ -119,3 +119,14 @@ func Passes(ext model.Extension, src fs.FS) ([]Pass, error) {
 	}
 	return passes, nil
 }
+
+// Count is how many cases of each kind a run of passes and updates has.
+func Count(passes []Pass, updates []Update) map[suite.Kind]int {
+	n := map[suite.Kind]int{suite.Update: len(updates)}
+	for _, p := range passes {
+		for k, tests := range p.Tests {
+			n[k] += len(tests)
+		}
+	}
+	return n
+}

@@ -147,9 +147,9 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 		if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
 			return out, err
 		}
-		what := "suites"
+		what := ""
 		if p.Name != "" {
-			what = p.Name
+			what = p.Name + " "
 		}
 		res, err := suite.Run(ctx, srv, suite.Options{
 			PgRegress:          l.PgRegress(),
@@ -162,7 +162,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 			User:               t.User(),
 			Tests:              p.Tests,
 			Suffix:             p.CaseSuffix(),
-			Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s %s (%d tests)", what, k, len(p.Tests[k]))) },
+			Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s%s (%d tests)", what, k, len(p.Tests[k]))) },
 		})
 		if err != nil {
 			return out, err
