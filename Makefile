@@ -148,29 +148,35 @@ signed-dist: $(SIGN_KEY)
 
 # The packages as users get them: pglease-gen build, then on each major's
 # EL9 stand-in `dnf install -y pg_lease_N`, both suites, `dnf remove`.
+# The proofs run the newest version's suites and the update check on the
+# packaged scripts (--versions newest): every version's suites ran in
+# matrix already, on the same majors, from the same rendered files.
+PROOF_VERSIONS ?= newest
 rpm-proof: signed-dist
-	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
 
 # The debs as users get them: on each major's Debian image (Debian's own
 # postgresql-15, -17, -18; stand-ins of the pinned builds for 14 and 16)
 # `apt-get install -y postgresql-N-pg-lease`, both suites, `apt-get purge`.
 deb-proof: signed-dist
-	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
 
 # arm64 under qemu's emulation. The bounded check takes one major whose
 # arm64 images need only the one arm64 root file system (16 comes from the
-# pinned npm build; 15, 17 and 18 install Debian's own packages, emulated).
+# pinned npm build; 15, 17 and 18 install Debian's own packages, emulated),
+# and the newest version's suites with the update check (the scripts are
+# pure SQL: the older versions' suites add nothing arm64-specific).
 ARM64_CI_PG ?= 16
 arm64-ci: docker signed-dist
 	$(GO) run ./cmd/pglease-gen images --arch arm64 --pg $(ARM64_CI_PG)
-	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --image $(PGLEASE_IMAGE) --results $(BUILD)/results-arm64 --junit $(BUILD)/junit-arm64.xml
-	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --rpm $(BUILD)/dist --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
+	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --image $(PGLEASE_IMAGE) --versions newest --results $(BUILD)/results-arm64 --junit $(BUILD)/junit-arm64.xml
+	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg $(ARM64_CI_PG) --rpm $(BUILD)/dist --versions newest --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
 
 matrix-arm64: docker signed-dist
 	$(GO) run ./cmd/pglease-gen images --arch arm64 --pg all
 	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --image $(PGLEASE_IMAGE) --results $(BUILD)/results-arm64 --junit $(BUILD)/junit-arm64.xml
-	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --rpm $(BUILD)/dist --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
-	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --deb $(BUILD)/dist --results $(BUILD)/results-arm64-deb --junit $(BUILD)/junit-arm64-deb.xml
+	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --rpm $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-arm64-rpm --junit $(BUILD)/junit-arm64-rpm.xml
+	$(GO) run ./cmd/pglease-gen test --arch arm64 --pg all --deb $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-arm64-deb --junit $(BUILD)/junit-arm64-deb.xml
 
 suites:
 	$(GO) run ./cmd/pglease-gen test --local --pg-config $(PG_CONFIG) --results $(RESULTS)

@@ -75,6 +75,7 @@ func TestBadUsage(t *testing.T) {
 		{"render", "extra-arg"},
 		{"render", "--no-such-flag"},
 		{"no-such-command"},
+		{"test", "--pg", "16", "--versions", "0.1.0"},
 		{"test"},
 	} {
 		code, out, errs := run(t, args...)

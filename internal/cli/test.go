@@ -35,6 +35,7 @@ type testCmd struct {
 	junit    string
 	timeout  time.Duration
 	keep     bool
+	versions string
 	results  string
 	rpm      string
 	deb      string
@@ -79,6 +80,7 @@ func newTest() *cobra.Command {
 	f.BoolVar(&c.local, "local", false, "use the local PostgreSQL installation found by pg_config instead of Docker")
 	f.StringVar(&c.pgConfig, "pg-config", "", "with --local: pg_config of the installation to use (default: the one on PATH)")
 	f.BoolVar(&c.keep, "keep", false, "leave the containers (or the local server) running, for debugging")
+	f.StringVar(&c.versions, "versions", "all", "whose suites run: all (the newest version's, each older version's, and each older one's updated to the newest) or newest; the update check runs either way")
 	f.StringVar(&c.results, "results", "build/results", "directory for the drivers' results and regression.diffs")
 	f.StringVar(&c.rpm, "rpm", "", "install with `dnf install -y pg_lease_N` from this repository (a tree of pglease-gen build,\n"+
 		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
@@ -95,9 +97,13 @@ func newTest() *cobra.Command {
 }
 
 func (c *testCmd) run(cmd *cobra.Command) error {
+	if c.versions != "all" && c.versions != "newest" {
+		return fmt.Errorf("--versions %q: use all or newest", c.versions)
+	}
+	newest := c.versions == "newest"
 	if c.local {
 		_, err := runner.RunLocal(cmd.Context(), model.PgLease, runner.LocalOptions{
-			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results,
+			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results, NewestOnly: newest,
 		}, cmd.OutOrStdout())
 		if errors.Is(err, runner.ErrFailed) {
 			return &exitError{ExitFailure, err}
@@ -120,7 +126,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	}
 	opts := container.Options{
 		Ext: model.PgLease, Src: pglease.Files, Image: c.image, Jobs: c.jobs, Arch: arch,
-		Keep: c.keep, Results: c.results, Timeout: c.timeout,
+		Keep: c.keep, Results: c.results, Timeout: c.timeout, NewestOnly: newest,
 	}
 	if c.rpm != "" {
 		repo, err := runner.FindRepo(c.rpm, model.Packages, arch)

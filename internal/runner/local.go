@@ -24,6 +24,8 @@ type LocalOptions struct {
 	Src      fs.FS  // templates and suites
 	Keep     bool   // leave the server running and its files behind
 	Results  string // receives regress/ and isolation/ results and diffs
+	// NewestOnly: the newest version's suites only (container.Options)
+	NewestOnly bool
 }
 
 // RunLocal runs both suites on this machine's installation (the Host
@@ -60,6 +62,9 @@ func RunLocal(ctx context.Context, ext model.Extension, o LocalOptions, w io.Wri
 	passes, err := Passes(ext, o.Src)
 	if err != nil {
 		return suite.Result{}, err
+	}
+	if o.NewestOnly {
+		passes = passes[:1]
 	}
 	host, err := NewHost(inst)
 	if err != nil {

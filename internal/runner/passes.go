@@ -38,8 +38,8 @@ func (p Pass) CaseSuffix() string {
 // pg_lease 0.2.0" (an isolation spec).
 var sinceLine = regexp.MustCompile(`^(?:--|#) since pg_lease (\S+)\n`)
 
-// Passes plans the suites for ext: the newest version as installed by
-// default; each older version, created with VERSION, with the tests that
+// Passes plans the suites for ext: first the newest version as installed
+// by default; each older version, created with VERSION, with the tests that
 // existed then; and each older version updated to the newest with ALTER
 // EXTENSION ... UPDATE, with every test of the newest. A version's own
 // expected output, where it differs from the newest's, is in
