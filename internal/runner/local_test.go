@@ -81,7 +81,7 @@ func TestRunLocalKeepsOtherResults(t *testing.T) {
 	os.MkdirAll(filepath.Dir(other), 0o755)
 	os.WriteFile(other, []byte("mine"), 0o644)
 	var out bytes.Buffer
-	if _, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: pglease.Files, Results: results}, &out); err != nil {
+	if _, err := RunLocal(context.Background(), model.PgLease, LocalOptions{Src: pglease.Files, Results: results, NewestOnly: true}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if b, _ := os.ReadFile(other); string(b) != "mine" {
