@@ -31,6 +31,8 @@ type options struct {
 	quick   bool
 	phase   time.Duration // length of one measurement
 	soak    int           // cycles of the soak
+	names   int           // names of the soak
+	every   int           // the soak samples the table every this many cycles
 	handoff int           // hand-offs measured
 	out     string
 	only    string // comma-separated workloads to run (development)
@@ -44,11 +46,26 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak), for profiling; writes no report")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak), for profiling; writes no report but soak.md and soak.png")
+	flag.IntVar(&o.soak, "soak", 0, "acquire/release cycles of the soak (default 1,000,000; 20,000 with -quick)")
+	flag.IntVar(&o.names, "soak-names", 1000, "names the soak cycles over")
+	flag.IntVar(&o.every, "soak-every", 0, "cycles between the soak's samples of the table (default 500,000; 10,000 with -quick)")
 	flag.Parse()
-	o.phase, o.soak, o.handoff = 5*time.Second, 1_000_000, 200
+	o.phase, o.handoff = 5*time.Second, 200
+	soak, every := 1_000_000, 500_000
 	if o.quick {
-		o.phase, o.soak, o.handoff = 700*time.Millisecond, 20_000, 20
+		o.phase, o.handoff = 700*time.Millisecond, 20
+		soak, every = 20_000, 10_000
+	}
+	if o.soak == 0 {
+		o.soak = soak
+	}
+	if o.every == 0 {
+		o.every = every
+	}
+	if o.soak < 10_000 || o.names < 1 || o.every < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -soak must be at least 10,000 (the first sample), -soak-names and -soak-every positive")
+		os.Exit(2)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -187,13 +204,24 @@ func run(o options) error {
 	if !o.wants("soak") {
 		return nil
 	}
-	soak, err := soakRun(ctx, systems[2], admin, names, o.soak)
+	soak, err := soakRun(ctx, systems[2], admin, o.names, o.soak, o.every, func(x SoakSample) {
+		say("soak: %d cycles: table %d kB, index %d kB, %d dead, %d of %d updates not HOT, %d autovacuums",
+			x.Cycles, x.Table/1024, x.Index/1024, x.Dead, x.Updates-x.HOTs, x.Updates, x.Autovacuums)
+	})
 	if err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
 	say("soak: %s", soak)
 	if o.only != "" {
-		return nil
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		md := soakReport(soak, machine(pgVersion, redisVersion))
+		fmt.Print("\n" + md)
+		if err := os.WriteFile(filepath.Join(o.out, "soak.md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		return soakChart(soak, filepath.Join(o.out, "soak.png"))
 	}
 
 	env := machine(pgVersion, redisVersion)
@@ -204,7 +232,7 @@ func run(o options) error {
 	if err := os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	if err := chart(rs, filepath.Join(o.out, "latest.png")); err != nil {
+	if err := chart(rs, soak, filepath.Join(o.out, "latest.png")); err != nil {
 		return err
 	}
 	fmt.Print("\n" + md)

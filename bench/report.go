@@ -84,17 +84,82 @@ func report(rs []Result, soak Soak, env []string, o options) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
 	}
-	hot := 0.0
-	if soak.Updates > 0 {
-		hot = float64(soak.HOTs) / float64(soak.Updates)
-	}
-	fmt.Fprintf(&b, "\n## Soak: %d acquire/release cycles (pg_lease, sync off, 8 clients, %s)\n\n", soak.Cycles, soak.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "| | after 10,000 cycles | at the end |\n|---|---:|---:|\n")
-	fmt.Fprintf(&b, "| table | %d kB | %d kB (%.2f×) |\n", soak.Early/1024, soak.Late/1024, float64(soak.Late)/float64(max(1, soak.Early)))
-	fmt.Fprintf(&b, "| index | %d kB | %d kB |\n", soak.EarlyIndex/1024, soak.Index/1024)
-	fmt.Fprintf(&b, "\nDead tuples at the end: %d. HOT updates: %d of %d (%.1f%%).\n\n", soak.Dead, soak.HOTs, soak.Updates, 100*hot)
+	b.WriteString("\n" + soakSection(soak))
 	fmt.Fprintf(&b, "pg_lease/floor: %s (sync on), %s (sync off)\n", cycleRatio(rs, "sync on"), cycleRatio(rs, "sync off"))
 	return b.String()
+}
+
+// soakReport is the soak's section alone, for a run of -only soak.
+func soakReport(soak Soak, env []string) string {
+	var b strings.Builder
+	b.WriteString("# pg_lease soak\n\n")
+	for _, e := range env {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	b.WriteString("\n" + soakSection(soak))
+	return b.String()
+}
+
+// soakSection is the soak's curve as a table: size, dead tuples, updates
+// that were not HOT and autovacuum runs at every sample.
+func soakSection(soak Soak) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Soak: %d acquire/release cycles on %d names (pg_lease, sync off, 8 clients, autovacuum at its defaults, %s)\n\n",
+		soak.Cycles, soak.Names, soak.Elapsed.Round(time.Second))
+	b.WriteString("| cycles | table | × first | index | dead tuples | updates not HOT (since the last row) | autovacuums |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	var prev SoakSample
+	for _, x := range soak.Samples {
+		first := soak.Samples[0]
+		fmt.Fprintf(&b, "| %d | %d kB | %.2f | %d kB | %d | %d of %d | %d |\n", x.Cycles, x.Table/1024, float64(x.Table)/float64(max(1, first.Table)),
+			x.Index/1024, x.Dead, (x.Updates-x.HOTs)-(prev.Updates-prev.HOTs), x.Updates-prev.Updates, x.Autovacuums)
+		prev = x
+	}
+	fmt.Fprintf(&b, "\nTable growth from the first row to the last: %.2f×.\n\n", soak.Growth())
+	return b.String()
+}
+
+// soakChart draws the soak's table and index size against cycles.
+func soakChart(soak Soak, file string) error {
+	p := soakPlot(soak)
+	img := vgimg.New(7*vg.Inch, 4*vg.Inch)
+	p.Draw(draw.New(img))
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
+
+func soakPlot(soak Soak) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("lease.leases under acquire/release, %d names", soak.Names)
+	p.X.Label.Text = "cycles (millions)"
+	p.Y.Label.Text = "kB"
+	var table, index plotter.XYs
+	for _, x := range soak.Samples {
+		table = append(table, plotter.XY{X: float64(x.Cycles) / 1e6, Y: float64(x.Table) / 1024})
+		index = append(index, plotter.XY{X: float64(x.Cycles) / 1e6, Y: float64(x.Index) / 1024})
+	}
+	for _, l := range []struct {
+		name string
+		xys  plotter.XYs
+		c    color.RGBA
+	}{{"table", table, color.RGBA{R: 51, G: 103, B: 145, A: 255}}, {"index", index, color.RGBA{R: 200, G: 120, B: 40, A: 255}}} {
+		if len(l.xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(l.xys)
+		if err != nil {
+			continue
+		}
+		line.Color, points.Color = l.c, l.c
+		p.Add(line, points)
+		p.Legend.Add(l.name, line)
+	}
+	p.Y.Min = 0
+	return p
 }
 
 // cycleRatio is pg_lease's cycle throughput over the floor's, 8 clients.
@@ -116,8 +181,9 @@ func cycleRatio(rs []Result, durable string) string {
 	return fmt.Sprintf("%.2f", l/f)
 }
 
-// chart draws cycle throughput (8 clients) and hand-off latency per system.
-func chart(rs []Result, file string) error {
+// chart draws cycle throughput (8 clients), hand-off latency per system
+// and the soak's table size.
+func chart(rs []Result, soak Soak, file string) error {
 	p1 := plot.New()
 	p1.Title.Text = "acquire+release cycles/s, 8 clients"
 	var vals plotter.Values
@@ -161,12 +227,14 @@ func chart(rs []Result, file string) error {
 	p2.Add(b50, b99)
 	p2.NominalX(labels...)
 
-	img := vgimg.New(13*vg.Inch, 5*vg.Inch)
+	p3 := soakPlot(soak)
+	img := vgimg.New(19*vg.Inch, 5*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4, PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4}
-	cs := plot.Align([][]*plot.Plot{{p1, p2}}, tiles, dc)
+	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4, PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4}
+	cs := plot.Align([][]*plot.Plot{{p1, p2, p3}}, tiles, dc)
 	p1.Draw(cs[0][0])
 	p2.Draw(cs[0][1])
+	p3.Draw(cs[0][2])
 	f, err := os.Create(file)
 	if err != nil {
 		return err

@@ -253,31 +253,53 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ = 100)
 }
 
-// Soak is what the table looks like after many cycles.
+// Soak is how lease.leases grows under many acquire/release cycles: a
+// sample after the first 10,000 cycles, then every Every cycles.
 type Soak struct {
-	Cycles              int
-	Elapsed             time.Duration
-	Early, Late         int64 // table size after 10,000 cycles and at the end
-	EarlyIndex, Index   int64
-	Dead, Updates, HOTs int64
+	Cycles, Names, Every int
+	Elapsed              time.Duration
+	Samples              []SoakSample
+}
+
+// SoakSample is the table at one point of the soak. Updates, HOTs and
+// Autovacuums count from the start of the soak.
+type SoakSample struct {
+	Cycles                    int
+	Table, Index              int64 // bytes
+	Dead                      int64 // n_dead_tup
+	Updates, HOTs             int64
+	Autovacuums, Autoanalyzes int64
+}
+
+// Growth is the table's size at the end over its size at the first sample.
+func (s Soak) Growth() float64 {
+	if len(s.Samples) == 0 || s.Samples[0].Table == 0 {
+		return 0
+	}
+	return float64(s.Samples[len(s.Samples)-1].Table) / float64(s.Samples[0].Table)
 }
 
 func (s Soak) String() string {
-	return fmt.Sprintf("%d cycles in %s; table %d -> %d bytes, index %d -> %d; %d dead tuples; HOT %d of %d updates",
-		s.Cycles, s.Elapsed.Round(time.Second), s.Early, s.Late, s.EarlyIndex, s.Index, s.Dead, s.HOTs, s.Updates)
+	if len(s.Samples) == 0 {
+		return "no samples"
+	}
+	a, z := s.Samples[0], s.Samples[len(s.Samples)-1]
+	return fmt.Sprintf("%d cycles on %d names in %s; table %d -> %d bytes (%.2fx), index %d -> %d; %d dead tuples; %d of %d updates not HOT; %d autovacuums",
+		s.Cycles, s.Names, s.Elapsed.Round(time.Second), a.Table, z.Table, s.Growth(), a.Index, z.Index, z.Dead, z.Updates-z.HOTs, z.Updates, z.Autovacuums)
 }
 
-func soakRun(ctx context.Context, s System, admin *pgx.Conn, names []string, total int) (Soak, error) {
-	// start from a table that has seen every name once
-	out := Soak{Cycles: total}
-	time.Sleep(1500 * time.Millisecond) // statistics reach the view about once a second
-	var base, baseHOT int64
-	if err := admin.QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'lease.leases'::regclass").Scan(&base, &baseHOT); err != nil {
-		return out, err
+// soakRun runs total acquire/release cycles (8 clients) on names of its
+// own, after one cycle on each name so that every row exists, sampling
+// the table after 10,000 cycles and then every every cycles.
+func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every int, progress func(SoakSample)) (Soak, error) {
+	out := Soak{Cycles: total, Names: names, Every: every}
+	keys := make([]string, names)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("soak-%07d", i)
 	}
 	const clients = 8
-	start := time.Now()
-	run := func(cyclesEach int) error {
+	// run makes n cycles, shared among the clients, from cycle offset on
+	run := func(offset, n int) error {
 		var wg sync.WaitGroup
 		errs := make(chan error, clients)
 		for i := range clients {
@@ -291,8 +313,8 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names []string, tot
 				}
 				defer c.Close()
 				owner := "s" + strconv.Itoa(i)
-				for n := range cyclesEach {
-					name := names[(i+n*clients)%len(names)]
+				for k := i; k < n; k += clients {
+					name := keys[(offset+k)%len(keys)]
 					tok, ok, err := c.Acquire(ctx, name, owner, 30*time.Second)
 					if err == nil && ok {
 						_, err = c.Release(ctx, name, owner, tok)
@@ -308,30 +330,52 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names []string, tot
 		close(errs)
 		return <-errs
 	}
-	sizes := func() (int64, int64, error) {
-		var t, i int64
-		err := admin.QueryRow(ctx, "SELECT pg_relation_size('lease.leases'), pg_indexes_size('lease.leases')").Scan(&t, &i)
-		return t, i, err
+	stats := func() (SoakSample, error) {
+		// statistics reach the view when a backend goes idle, at most
+		// once a second
+		time.Sleep(1500 * time.Millisecond)
+		var x SoakSample
+		err := admin.QueryRow(ctx, `SELECT pg_relation_size('lease.leases'), pg_indexes_size('lease.leases'),
+		        n_dead_tup, n_tup_upd, n_tup_hot_upd, autovacuum_count, autoanalyze_count
+		   FROM pg_stat_user_tables WHERE relid = 'lease.leases'::regclass`).
+			Scan(&x.Table, &x.Index, &x.Dead, &x.Updates, &x.HOTs, &x.Autovacuums, &x.Autoanalyzes)
+		return x, err
 	}
-	if err := run(10_000 / clients); err != nil {
+	if err := run(0, names); err != nil {
 		return out, err
 	}
-	var err error
-	if out.Early, out.EarlyIndex, err = sizes(); err != nil {
+	base, err := stats()
+	if err != nil {
 		return out, err
 	}
-	if err := run((total - 10_000) / clients); err != nil {
-		return out, err
+	done := 0
+	for done < total {
+		n := every
+		if done == 0 {
+			n = min(10_000, total)
+		}
+		n = min(n, total-done)
+		start := time.Now()
+		if err := run(done, n); err != nil {
+			return out, err
+		}
+		out.Elapsed += time.Since(start) // without the pauses for statistics
+		done += n
+		x, err := stats()
+		if err != nil {
+			return out, err
+		}
+		x.Cycles = done
+		x.Updates -= base.Updates
+		x.HOTs -= base.HOTs
+		x.Autovacuums -= base.Autovacuums
+		x.Autoanalyzes -= base.Autoanalyzes
+		out.Samples = append(out.Samples, x)
+		if progress != nil {
+			progress(x)
+		}
 	}
-	out.Elapsed = time.Since(start)
-	time.Sleep(1500 * time.Millisecond) // statistics reach the view about once a second
-	if out.Late, out.Index, err = sizes(); err != nil {
-		return out, err
-	}
-	err = admin.QueryRow(ctx, "SELECT n_dead_tup, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'lease.leases'::regclass").Scan(&out.Dead, &out.Updates, &out.HOTs)
-	out.Updates -= base
-	out.HOTs -= baseHOT
-	return out, err
+	return out, nil
 }
 
 func errOr(err error, format string, args ...any) error {
