@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
-	"strings"
 
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
@@ -51,24 +50,23 @@ func Passes(ext model.Extension, src fs.FS) ([]Pass, error) {
 		return nil, err
 	}
 	newest := ext.Version()
-	passes := []Pass{{Name: ""}}
-	var older []string
-	for _, v := range ext.Versions[:len(ext.Versions)-1] {
-		older = append(older, v.Number)
-		passes = append(passes, Pass{Name: v.Number})
+	// each pass: its name, the version whose tests and expected output it
+	// runs, and what it creates the extension with
+	type plan struct{ name, version, create string }
+	plans := []plan{{"", newest, create}}
+	older := ext.Versions[:len(ext.Versions)-1]
+	for _, v := range older {
+		plans = append(plans, plan{v.Number, v.Number, fmt.Sprintf("CREATE EXTENSION %s VERSION '%s';", ext.Name, v.Number)})
 	}
 	for _, v := range older {
-		passes = append(passes, Pass{Name: v + "-" + newest})
+		plans = append(plans, plan{v.Number + "-" + newest, newest,
+			fmt.Sprintf("CREATE EXTENSION %s VERSION '%s'; ALTER EXTENSION %s UPDATE;", ext.Name, v.Number, ext.Name)})
 	}
-	for i := range passes {
+	passes := make([]Pass, len(plans))
+	for i, pl := range plans {
 		p := &passes[i]
-		version, replace := newest, create
-		if from, _, update := strings.Cut(p.Name, "-"); update {
-			replace = fmt.Sprintf("CREATE EXTENSION %s VERSION '%s'; ALTER EXTENSION %s UPDATE;", ext.Name, from, ext.Name)
-		} else if p.Name != "" {
-			version = p.Name
-			replace = fmt.Sprintf("CREATE EXTENSION %s VERSION '%s';", ext.Name, version)
-		}
+		p.Name = pl.name
+		version, replace := pl.version, pl.create
 		p.Tests = map[suite.Kind][]string{}
 		var t docker.Tar
 		for _, k := range suite.Kinds {
