@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"path"
@@ -23,6 +24,9 @@ type Pass struct {
 	Tests  map[suite.Kind][]string
 	Suites []byte // tar of regress/ and isolation/ for this pass
 }
+
+// dir is the pass's own directory on the target, beside the others'.
+func (p Pass) dir() string { return cmp.Or(p.Name, "newest") }
 
 // CaseSuffix is what the pass adds to its test names: "@0.1.0".
 func (p Pass) CaseSuffix() string {

@@ -82,6 +82,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 		stage = func(string) {}
 	}
 	l, root, srv := t.Layout(), t.Root(), t.Server()
+	out.Result = suite.NewResult()
 	if o.Install != nil {
 		stage("installing")
 		check, ierr := o.Install(ctx, t, stage)
@@ -99,7 +100,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 		return out, err
 	}
 	for _, p := range o.Passes {
-		dir := path.Join(work, "suites", p.Name)
+		dir := path.Join(work, "suites", p.dir())
 		if err := Must(ctx, root, "mkdir", "-p", dir); err != nil {
 			return out, err
 		}
@@ -143,7 +144,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	out.Machine = strings.TrimSpace(string(m))
 
 	for _, p := range o.Passes {
-		results := path.Join(work, "results", p.Name)
+		results := path.Join(work, "results", p.dir())
 		if err := Must(ctx, srv, "mkdir", "-p", results); err != nil {
 			return out, err
 		}
@@ -155,7 +156,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 			PgRegress:          l.PgRegress(),
 			PgIsolationRegress: l.PgIsolationRegress(),
 			BinDir:             l.BinDir,
-			InputDir:           path.Join(work, "suites", p.Name),
+			InputDir:           path.Join(work, "suites", p.dir()),
 			OutputDir:          results,
 			Host:               work,
 			Port:               Port,

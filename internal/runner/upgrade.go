@@ -299,7 +299,7 @@ func runUpdates(ctx context.Context, t Target, o Options, stage func(string)) (s
 		out, err := Output(ctx, srv, argv...)
 		return string(out), err
 	}
-	res := suite.Result{Output: map[suite.Kind]string{}, Diffs: map[suite.Kind]string{}, CaseDiffs: map[suite.Kind]map[string]string{}}
+	res := suite.NewResult()
 	for i, u := range o.Updates {
 		stage("update check " + u.CaseName())
 		start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -146,30 +147,26 @@ type Result struct {
 	CaseDiffs map[Kind]map[string]string
 }
 
-// Add appends the cases, output and diffs of another run to r.
+// NewResult is an empty result, its maps made.
+func NewResult() Result {
+	return Result{Output: map[Kind]string{}, Diffs: map[Kind]string{}, CaseDiffs: map[Kind]map[string]string{}}
+}
+
+// Add appends the cases, output and diffs of another run to r, which
+// NewResult made.
 func (r *Result) Add(o Result) {
 	r.Cases = append(r.Cases, o.Cases...)
-	for _, m := range []*map[Kind]string{&r.Output, &r.Diffs} {
-		if *m == nil {
-			*m = map[Kind]string{}
-		}
-	}
 	for k, v := range o.Output {
 		r.Output[k] += v
 	}
 	for k, v := range o.Diffs {
 		r.Diffs[k] += v
 	}
-	if r.CaseDiffs == nil {
-		r.CaseDiffs = map[Kind]map[string]string{}
-	}
 	for k, m := range o.CaseDiffs {
 		if r.CaseDiffs[k] == nil {
 			r.CaseDiffs[k] = map[string]string{}
 		}
-		for n, d := range m {
-			r.CaseDiffs[k][n] = d
-		}
+		maps.Copy(r.CaseDiffs[k], m)
 	}
 }
 
@@ -208,7 +205,7 @@ func (r Result) Count(k Kind) (passed, failed int) {
 // has its regression.diffs in the result. err is for failures to run a
 // driver at all, not for failing tests.
 func Run(ctx context.Context, ex Executor, o Options) (Result, error) {
-	res := Result{Output: map[Kind]string{}, Diffs: map[Kind]string{}, CaseDiffs: map[Kind]map[string]string{}}
+	res := NewResult()
 	for _, k := range Kinds {
 		tests := o.Tests[k]
 		if len(tests) == 0 {
