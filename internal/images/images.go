@@ -140,11 +140,11 @@ func Local(repo string) bool {
 // matches its recipe, building what is missing or stale.
 func Build(ctx context.Context, c *dc.Client, o Options) error {
 	if o.CacheDir == "" {
-		dir, err := os.UserCacheDir()
+		dir, err := DefaultCacheDir()
 		if err != nil {
-			return fmt.Errorf("find a cache directory: %w", err)
+			return err
 		}
-		o.CacheDir = filepath.Join(dir, "pglease-gen")
+		o.CacheDir = dir
 	}
 	if o.Mirror == "" {
 		o.Mirror = DefaultMirror

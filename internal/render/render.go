@@ -59,10 +59,6 @@ type Data struct {
 	LicenseText string // the LICENSE file
 }
 
-// Since reports whether the version being rendered (At) is v or later, for
-// what a version added: {{ if .Since "0.2.0" }}.
-func (d Data) Since(v string) bool { return !model.VersionLess(d.At, v) }
-
 // Render renders one template with d, its Source set to the template.
 func (d Data) Render(src fs.FS, tmpl string) ([]byte, error) {
 	d.Source = tmpl
@@ -138,11 +134,11 @@ func InstallFiles(ext model.Extension, src fs.FS) (Files, error) {
 	return out, nil
 }
 
-// ScriptTemplate renders every version's install script; UpdateTemplate
-// is the update script from one version to the next, which shares the
-// install script's named blocks (so that what an update creates is what a
-// fresh install creates). ReleasedDir holds the frozen copy of each
-// released version's install script.
+// ScriptTemplate renders the install script of every version not yet
+// released; UpdateTemplate is the update script into such a version from
+// the one before, which shares the install script's named blocks (so that
+// what an update creates is what a fresh install creates). ReleasedDir
+// holds the frozen scripts of the released versions.
 const (
 	ScriptTemplate = "templates/pg_lease.sql.tmpl"
 	ReleasedDir    = "templates/released"
@@ -155,33 +151,40 @@ func UpdateTemplate(ext model.Extension, a, b string) string {
 
 // Extension renders the install and update scripts, the control file and
 // the make fragment for ext from the templates in src. A released
-// version's install script must be byte for byte its frozen copy: a
-// template change that would alter it is an error.
+// version's scripts (its install script, and the update script into it)
+// are files, not renderings: they are taken from their frozen copies in
+// ReleasedDir, so that the templates describe only what is being made
+// (without a conditional per version for every change since).
 func Extension(ext model.Extension, src fs.FS) (Files, error) {
 	files := Files{}
 	for i, v := range ext.Versions {
 		d := Data{Ext: ext, Pkg: model.Packages, At: v.Number, Source: ScriptTemplate}
+		var update string // the update script into v, if any
+		if i > 0 {
+			update = ext.UpdateScript(ext.Versions[i-1].Number, v.Number)
+		}
+		if v.Released {
+			for _, name := range []string{ext.InstallScript(v.Number), update} {
+				if name == "" {
+					continue
+				}
+				frozen, err := fs.ReadFile(src, ReleasedDir+"/"+name)
+				if err != nil {
+					return nil, fmt.Errorf("%s is released, but its frozen copy is missing: %w", name, err)
+				}
+				files[name] = frozen
+			}
+			continue
+		}
 		b, err := TemplateSet(src, d, ScriptTemplate)
 		if err != nil {
 			return nil, err
 		}
-		name := ext.InstallScript(v.Number)
-		if v.Released {
-			frozen, err := fs.ReadFile(src, ReleasedDir+"/"+name)
-			if err != nil {
-				return nil, fmt.Errorf("%s is released, but its frozen copy is missing: %w", name, err)
-			}
-			if !bytes.Equal(b, frozen) {
-				return nil, fmt.Errorf("%s is released and frozen, but the templates now render it differently "+
-					"(compare with %s/%s): put the change in a new version and its update script", name, ReleasedDir, name)
-			}
-		}
-		files[name] = b
-		if i > 0 {
-			prev := ext.Versions[i-1].Number
-			tmpl := UpdateTemplate(ext, prev, v.Number)
+		files[ext.InstallScript(v.Number)] = b
+		if update != "" {
+			tmpl := UpdateTemplate(ext, ext.Versions[i-1].Number, v.Number)
 			d.Source = tmpl
-			if files[ext.UpdateScript(prev, v.Number)], err = TemplateSet(src, d, ScriptTemplate, tmpl); err != nil {
+			if files[update], err = TemplateSet(src, d, ScriptTemplate, tmpl); err != nil {
 				return nil, err
 			}
 		}

@@ -52,70 +52,125 @@ DECLARE
     v_left    numeric;
     v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
 BEGIN
-
-    IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
-        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
-                                WHEN acquire.name = '' THEN 'name is empty.'
-                                ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
-    END IF;
-
-    IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
-        RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
-                                WHEN acquire.owner = '' THEN 'owner is empty.'
-                                ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
-    END IF;
-    IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
-        RAISE EXCEPTION 'max_wait must be finite'
-            USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (acquire.name <> '' AND octet_length(acquire.name) <= 1024
+       AND acquire.owner <> '' AND octet_length(acquire.owner) <= 1024
+       AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
+       AND date_part('month', acquire.ttl) = 0 AND date_part('year', acquire.ttl) = 0
+       AND (acquire.max_wait IS NULL OR (acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
+                                         AND extract(epoch FROM acquire.max_wait) >= 0))) IS NOT TRUE THEN
+        IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
+                                    WHEN acquire.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
+        END IF;
+        IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN acquire.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
+        END IF;
+        IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
+            RAISE EXCEPTION 'max_wait must be finite'
+                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+        END IF;
+        v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
+        IF v_wait < 0 THEN
+            RAISE EXCEPTION 'max_wait must not be negative'
+                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+        END IF;
+        IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF acquire.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
+           AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
+        END IF;
     END IF;
     v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
-    IF v_wait < 0 THEN
-        RAISE EXCEPTION 'max_wait must not be negative'
-            USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
-    END IF;
-
-    IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
-        RAISE EXCEPTION 'ttl must be a finite interval'
-            USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
-    END IF;
-    IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
-        RAISE EXCEPTION 'ttl must not have a month or year part'
-            USING ERRCODE = '22023',
-                  DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
-                  HINT = 'Give the ttl in days, hours, minutes or seconds.';
-    END IF;
-    IF acquire.ttl <= interval '0' THEN
-        RAISE EXCEPTION 'ttl must be positive'
-            USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
-    END IF;
-    -- now + ttl must stay inside the timestamptz range (its end is
-    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
-    -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
-    -- days or more: below that, both together fit until the year 18000.
-    IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
-       AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
-        RAISE EXCEPTION 'ttl is too long'
-            USING ERRCODE = '22023',
-                  DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
-    END IF;
-    IF v_wait > 0 AND current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
-        RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
-            USING ERRCODE = '25000',
-                  DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
-                                  upper(current_setting('transaction_isolation'))),
-                  HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
-    END IF;
     IF v_wait > 0 THEN
+        IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+            RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
+                USING ERRCODE = '25000',
+                      DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
+                                      upper(current_setting('transaction_isolation'))),
+                      HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
+        END IF;
         v_start := extract(epoch FROM clock_timestamp());
     END IF;
 
     LOOP
+        -- Released or lapsed: take it. The write first, re-checking the
+        -- lease in its WHERE, in a subtransaction, so that a caller who
+        -- finds the lease taken by a concurrent contender rolls back the
+        -- row lock it got on the way instead of keeping it until the end of
+        -- its transaction (where it would make the new holder's renew or
+        -- release wait): when a concurrent writer changed the row, the
+        -- UPDATE waits for it and re-checks the newest version, taking its
+        -- lock even when the check then fails. clock_timestamp() is read as
+        -- the row is checked and written, after any wait.
+        BEGIN
+            IF v_wait > 0 THEN
+                -- A blocking acquire counts a wait for the row (behind a
+                -- guard or a writer) against max_wait: lock_timeout is what
+                -- is left, set inside this subtransaction, which undoes it
+                -- on an error or a lost race; restored below on success.
+                v_lock_timeout := current_setting('lock_timeout');
+                v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+            END IF;
+            UPDATE @extschema@.leases AS l
+               SET owner = acquire.owner,
+                   -- A released lease keeps its epoch (release advanced
+                   -- it); a lapsed one is taken over under the next.
+                   epoch = CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END,
+                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+             WHERE l.name = acquire.name
+               AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            IF FOUND THEN
+                -- (after the test of FOUND: PERFORM sets FOUND too)
+                IF v_wait > 0 THEN
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                END IF;
+                acquired := true;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = 'LS001';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- not taken: no lock is kept
+        WHEN lock_not_available THEN
+            -- max_wait ran out while waiting for the row
+            RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                USING ERRCODE = '57014',
+                      DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
+                      HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+        END;
+
+        -- Not taken: a plain read with a fresh snapshot says why (no lock).
         v_now := clock_timestamp();
-        -- A plain read with a fresh snapshot: no row lock.
         SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
           FROM @extschema@.leases AS l
          WHERE l.name = acquire.name;
@@ -145,55 +200,7 @@ BEGIN
         END IF;
 
         IF v_owner IS NULL OR v_expires <= v_now THEN
-            -- Released or lapsed: take it, in a subtransaction, so that a
-            -- caller who finds the lease taken by a concurrent contender
-            -- rolls back the row lock it got on the way instead of keeping it
-            -- until the end of its transaction (where it would make the new
-            -- holder's renew or release wait).
-            BEGIN
-                -- One statement re-checks and writes: when a concurrent
-                -- writer changed the row, it waits for it and re-checks the
-                -- newest version (taking its lock even when the check then
-                -- fails, which the subtransaction undoes). clock_timestamp()
-                -- is read as the row is checked and written, after any wait.
-                IF v_wait > 0 THEN
-                    -- A blocking acquire counts a wait for the row (behind
-                    -- a guard or a writer) against max_wait: lock_timeout
-                    -- is what is left, set inside this subtransaction,
-                    -- which undoes it on an error or a lost race; restored below on success.
-                    v_lock_timeout := current_setting('lock_timeout');
-                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
-                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                END IF;
-                UPDATE @extschema@.leases AS l
-                   SET owner = acquire.owner,
-                       -- A released lease keeps its epoch (release advanced
-                       -- it); a lapsed one is taken over under the next.
-                       epoch = CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END,
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                 WHERE l.name = acquire.name
-                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-                IF FOUND THEN
-                    -- (after the test of FOUND: PERFORM sets FOUND too)
-                    IF v_wait > 0 THEN
-                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                    END IF;
-                    acquired := true;
-                    RETURN NEXT;
-                    RETURN;
-                END IF;
-                RAISE EXCEPTION USING ERRCODE = 'LS001';
-            EXCEPTION WHEN SQLSTATE 'LS001' THEN
-                NULL;  -- lost the race: the lock is gone with the subtransaction
-            WHEN lock_not_available THEN
-                -- max_wait ran out while waiting for the row
-                RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
-                    USING ERRCODE = '57014',
-                          DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
-                          HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
-            END;
-            CONTINUE;
+            CONTINUE;  -- released or lapsed after all: it changed between the two
         END IF;
 
         -- Held by another owner.
@@ -247,67 +254,63 @@ DECLARE
     v_epoch   bigint;
     v_expires timestamptz;
 BEGIN
-
-    IF renew.name IS NULL OR renew.name = '' OR octet_length(renew.name) > 1024 THEN
-        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN renew.name IS NULL THEN 'name is NULL.'
-                                WHEN renew.name = '' THEN 'name is empty.'
-                                ELSE format('name is %s bytes long.', octet_length(renew.name)) END;
-    END IF;
-
-    IF renew.owner IS NULL OR renew.owner = '' OR octet_length(renew.owner) > 1024 THEN
-        RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN renew.owner IS NULL THEN 'owner is NULL.'
-                                WHEN renew.owner = '' THEN 'owner is empty.'
-                                ELSE format('owner is %s bytes long.', octet_length(renew.owner)) END;
-    END IF;
-
-    IF renew.epoch IS NULL OR renew.epoch < 1 THEN
-        RAISE EXCEPTION 'epoch must be a positive number'
-            USING ERRCODE = '22023',
-                  DETAIL = format('epoch is %s.', coalesce(renew.epoch::text, 'NULL')),
-                  HINT = 'Pass the epoch that lease.acquire returned.';
-    END IF;
-
-    IF renew.ttl IS NULL OR NOT isfinite(renew.ttl) THEN
-        RAISE EXCEPTION 'ttl must be a finite interval'
-            USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(renew.ttl::text, 'NULL'));
-    END IF;
-    IF date_part('month', renew.ttl) <> 0 OR date_part('year', renew.ttl) <> 0 THEN
-        RAISE EXCEPTION 'ttl must not have a month or year part'
-            USING ERRCODE = '22023',
-                  DETAIL = format('ttl is %s: a month has no fixed length in seconds.', renew.ttl),
-                  HINT = 'Give the ttl in days, hours, minutes or seconds.';
-    END IF;
-    IF renew.ttl <= interval '0' THEN
-        RAISE EXCEPTION 'ttl must be positive'
-            USING ERRCODE = '22023', DETAIL = format('ttl is %s.', renew.ttl);
-    END IF;
-    -- now + ttl must stay inside the timestamptz range (its end is
-    -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
-    -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
-    -- days or more: below that, both together fit until the year 18000.
-    IF (renew.ttl >= interval '50000000 days')
-       AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
-        RAISE EXCEPTION 'ttl is too long'
-            USING ERRCODE = '22023',
-                  DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (renew.name <> '' AND octet_length(renew.name) <= 1024
+       AND renew.owner <> '' AND octet_length(renew.owner) <= 1024
+       AND renew.epoch >= 1
+       AND renew.ttl > interval '0' AND renew.ttl < interval '50000000 days'
+       AND date_part('month', renew.ttl) = 0 AND date_part('year', renew.ttl) = 0) IS NOT TRUE THEN
+        IF renew.name IS NULL OR renew.name = '' OR octet_length(renew.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.name IS NULL THEN 'name is NULL.'
+                                    WHEN renew.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(renew.name)) END;
+        END IF;
+        IF renew.owner IS NULL OR renew.owner = '' OR octet_length(renew.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN renew.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(renew.owner)) END;
+        END IF;
+        IF renew.epoch IS NULL OR renew.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(renew.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+        IF renew.ttl IS NULL OR NOT isfinite(renew.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(renew.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', renew.ttl) <> 0 OR date_part('year', renew.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', renew.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF renew.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', renew.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (renew.ttl >= interval '50000000 days')
+           AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
+        END IF;
     END IF;
     LOOP
-        v_now := clock_timestamp();
-        -- A plain read first: a call that is not ok takes no lock at all.
-        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-          FROM @extschema@.leases AS l
-         WHERE l.name = renew.name;
-        status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
-                   WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-        EXIT WHEN status <> 'ok';
-        -- Re-check and write in one statement, in a subtransaction, so that
-        -- a call that turns out not ok keeps no row lock.
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
         BEGIN
             UPDATE @extschema@.leases AS l
                SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
@@ -315,13 +318,24 @@ BEGIN
                AND l.expires_at > clock_timestamp()
             RETURNING l.expires_at INTO expires_at;
             IF FOUND THEN
+                status := 'ok';
                 RETURN NEXT;
                 RETURN;
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- the lease changed under us: no lock is kept; read again
+            NULL;  -- no lock is kept
         END;
+        -- Not renewed: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = renew.name;
+        status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
+                   WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN status <> 'ok';  -- ok: it changed between the two; again
     END LOOP;
     expires_at := NULL;
     RETURN NEXT;
@@ -343,44 +357,39 @@ DECLARE
     v_expires timestamptz;
     v_status  text;
 BEGIN
-
-    IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
-        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN release.name IS NULL THEN 'name is NULL.'
-                                WHEN release.name = '' THEN 'name is empty.'
-                                ELSE format('name is %s bytes long.', octet_length(release.name)) END;
-    END IF;
-
-    IF release.owner IS NULL OR release.owner = '' OR octet_length(release.owner) > 1024 THEN
-        RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN release.owner IS NULL THEN 'owner is NULL.'
-                                WHEN release.owner = '' THEN 'owner is empty.'
-                                ELSE format('owner is %s bytes long.', octet_length(release.owner)) END;
-    END IF;
-
-    IF release.epoch IS NULL OR release.epoch < 1 THEN
-        RAISE EXCEPTION 'epoch must be a positive number'
-            USING ERRCODE = '22023',
-                  DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
-                  HINT = 'Pass the epoch that lease.acquire returned.';
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (release.name <> '' AND octet_length(release.name) <= 1024
+       AND release.owner <> '' AND octet_length(release.owner) <= 1024
+       AND release.epoch >= 1) IS NOT TRUE THEN
+        IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN release.name IS NULL THEN 'name is NULL.'
+                                    WHEN release.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(release.name)) END;
+        END IF;
+        IF release.owner IS NULL OR release.owner = '' OR octet_length(release.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN release.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN release.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(release.owner)) END;
+        END IF;
+        IF release.epoch IS NULL OR release.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
     END IF;
     LOOP
-        v_now := clock_timestamp();
-        -- A plain read first: a call that is not ok takes no lock at all.
-        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-          FROM @extschema@.leases AS l
-         WHERE l.name = release.name;
-        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
-                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-        EXIT WHEN v_status <> 'ok';
-        -- Re-check and write in one statement, in a subtransaction, so that
-        -- a call that turns out not ok keeps no row lock. The epoch advances
-        -- now, so that the old token is stale at once.
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
         BEGIN
+            -- The epoch advances now, so that the old token is stale at once.
             UPDATE @extschema@.leases AS l
                SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
              WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
@@ -390,8 +399,18 @@ BEGIN
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- the lease changed under us: no lock is kept; read again
+            NULL;  -- no lock is kept
         END;
+        -- Not released: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = release.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
+                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
     END LOOP;
     RETURN v_status;
 END
@@ -457,28 +476,31 @@ DECLARE
     v_expires timestamptz;
     v_status  text;
 BEGIN
-
-    IF guard.name IS NULL OR guard.name = '' OR octet_length(guard.name) > 1024 THEN
-        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN guard.name IS NULL THEN 'name is NULL.'
-                                WHEN guard.name = '' THEN 'name is empty.'
-                                ELSE format('name is %s bytes long.', octet_length(guard.name)) END;
-    END IF;
-
-    IF guard.owner IS NULL OR guard.owner = '' OR octet_length(guard.owner) > 1024 THEN
-        RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
-            USING ERRCODE = '22023',
-                  DETAIL = CASE WHEN guard.owner IS NULL THEN 'owner is NULL.'
-                                WHEN guard.owner = '' THEN 'owner is empty.'
-                                ELSE format('owner is %s bytes long.', octet_length(guard.owner)) END;
-    END IF;
-
-    IF guard.epoch IS NULL OR guard.epoch < 1 THEN
-        RAISE EXCEPTION 'epoch must be a positive number'
-            USING ERRCODE = '22023',
-                  DETAIL = format('epoch is %s.', coalesce(guard.epoch::text, 'NULL')),
-                  HINT = 'Pass the epoch that lease.acquire returned.';
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (guard.name <> '' AND octet_length(guard.name) <= 1024
+       AND guard.owner <> '' AND octet_length(guard.owner) <= 1024
+       AND guard.epoch >= 1) IS NOT TRUE THEN
+        IF guard.name IS NULL OR guard.name = '' OR octet_length(guard.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.name IS NULL THEN 'name is NULL.'
+                                    WHEN guard.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(guard.name)) END;
+        END IF;
+        IF guard.owner IS NULL OR guard.owner = '' OR octet_length(guard.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN guard.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(guard.owner)) END;
+        END IF;
+        IF guard.epoch IS NULL OR guard.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(guard.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
     END IF;
     -- A plain read first: a guard that fails takes no lock at all.
     v_now := clock_timestamp();
