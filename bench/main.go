@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,21 +23,23 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
-	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
 type options struct {
-	quick   bool
-	phase   time.Duration // length of one measurement
-	soak    int           // cycles of the soak
-	names   int           // names of the soak
-	every   int           // the soak samples the table every this many cycles
-	handoff int           // hand-offs measured
-	out     string
-	only    string // comma-separated workloads to run (development)
+	quick    bool
+	phase    time.Duration // length of one measurement
+	soak     int           // cycles of the soak
+	names    int           // names of the soak
+	every    int           // the soak samples the table every this many cycles
+	handoff  int           // hand-offs measured
+	majors   []int         // the headline runs on each
+	rounds   int           // the headline's rounds per major
+	npm      bool          // the headline uses the npm build for every major
+	baseline string        // -only ab: the install script to compare with
+	out      string
+	only     string // comma-separated workloads to run (development)
 }
 
 func (o options) wants(workload string) bool {
@@ -46,16 +50,35 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak), for profiling; writes no report but soak.md and soak.png")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md")
+	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
+	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
+	flag.StringVar(&o.baseline, "baseline", "", "with -only ab: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
+	phase := flag.Duration("phase", 0, "length of one measurement (default 5s; 700ms with -quick)")
+	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the headline per major (default 3; 1 with -quick)")
 	flag.IntVar(&o.soak, "soak", 0, "acquire/release cycles of the soak (default 1,000,000; 20,000 with -quick)")
 	flag.IntVar(&o.names, "soak-names", 1000, "names the soak cycles over")
 	flag.IntVar(&o.every, "soak-every", 0, "cycles between the soak's samples of the table (default 500,000; 10,000 with -quick)")
 	flag.Parse()
 	o.phase, o.handoff = 5*time.Second, 200
-	soak, every := 1_000_000, 500_000
+	soak, every, rounds := 1_000_000, 500_000, 3
 	if o.quick {
 		o.phase, o.handoff = 700*time.Millisecond, 20
-		soak, every = 20_000, 10_000
+		soak, every, rounds = 20_000, 10_000, 1
+	}
+	if o.rounds == 0 {
+		o.rounds = rounds
+	}
+	if *phase != 0 {
+		o.phase = *phase
+	}
+	for _, m := range strings.Split(*majors, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(m))
+		if err != nil || !slices.Contains(model.PgLease.Majors, n) {
+			fmt.Fprintf(os.Stderr, "bench: -majors: %q is not a supported major (%v)\n", m, model.PgLease.Majors)
+			os.Exit(2)
+		}
+		o.majors = append(o.majors, n)
 	}
 	if o.soak == 0 {
 		o.soak = soak
@@ -63,8 +86,8 @@ func main() {
 	if o.every == 0 {
 		o.every = every
 	}
-	if o.soak < 10_000 || o.names < 1 || o.every < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -soak must be at least 10,000 (the first sample), -soak-names and -soak-every positive")
+	if o.soak < 10_000 || o.names < 1 || o.every < 1 || o.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -soak must be at least 10,000 (the first sample), -soak-names, -soak-every and -rounds positive")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -84,25 +107,52 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	// the servers run as postgres when the bench runs as root
+	if err := os.Chmod(work, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("res-%04d", i)
+	}
+	if o.only == "ab" {
+		md, err := abBench(ctx, o, names, work)
+		if err != nil {
+			return err
+		}
+		fmt.Print("\n" + md)
+		return nil
+	}
+	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("soak") {
+		hs, err := headlines(ctx, o, names, work)
+		if err != nil {
+			return err
+		}
+		md := headlineSection(hs, o.phase) + headlineLines(hs)
+		fmt.Print("\n" + md)
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(o.out, "headline.md"), []byte(md), 0o644)
+	}
 
-	// PostgreSQL with the durability of a real server: fsync on.
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, "fsync=on", "shared_buffers=256MB", "max_connections=100")
+	// The full comparison runs on pg_config's installation.
+	inst, err := pgserver.FindInstall(ctx, os.Getenv("PG_CONFIG"))
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	dsn := srv.DSN("postgres")
+	bs, err := startServer(ctx, os.Getenv("PG_CONFIG"), inst.Major, false, work)
+	if err != nil {
+		return err
+	}
+	defer bs.Stop()
+	dsn, pgVersion := bs.DSN(), bs.Version
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, leaseclient.CreateSQL+"; "+floorSchema); err != nil {
-		return err
-	}
-	var pgVersion string
-	admin.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion)
-	say("PostgreSQL %s on %s (fsync on)", pgVersion, srv.Socket())
+	say("PostgreSQL %s on %s (fsync on)", pgVersion, bs.srv.Socket())
 
 	redisSock, stopRedis, redisVersion, err := startRedis(work)
 	if err != nil {
@@ -118,24 +168,16 @@ func run(o options) error {
 	defer stopEtcd()
 	say("etcd (embedded) on %s", etcdURL)
 
-	pg := func(name, sync string, wrap func(pgLease) Client) System {
-		return System{Name: name, Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
-			conn, pid, err := pgConnect(ctx, dsn, sync)
+	leaseOn, floorOn, leaseOff, floorOff := leaseSystems(dsn)
+	systems := []System{
+		leaseOn, floorOn, leaseOff, floorOff,
+		{Name: "advisory lock", Durable: "sync on", Connect: func(ctx context.Context) (Client, error) {
+			conn, pid, err := pgConnect(ctx, dsn, "on")
 			if err != nil {
 				return nil, err
 			}
-			return wrap(pgLease{conn, pid}), nil
-		}}
-	}
-	lease := func(p pgLease) Client { return &p }
-	fl := func(p pgLease) Client { return &floor{p} }
-	adv := func(p pgLease) Client { return &advisory{p} }
-	systems := []System{
-		pg("pg_lease", "on", lease),
-		pg("floor", "on", fl),
-		pg("pg_lease", "off", lease),
-		pg("floor", "off", fl),
-		pg("advisory lock", "on", adv),
+			return &advisory{pgLease{conn, pid}}, nil
+		}},
 		{Name: "Redis", Durable: "memory", Connect: func(ctx context.Context) (Client, error) {
 			c := redis.NewClient(&redis.Options{Network: "unix", Addr: redisSock})
 			return &redisClient{c: c}, c.Ping(ctx).Err()
@@ -147,15 +189,6 @@ func run(o options) error {
 			}
 			return &etcdClient{c: c}, nil
 		}},
-	}
-
-	names := make([]string, 1000)
-	for i := range names {
-		names[i] = fmt.Sprintf("res-%04d", i)
-	}
-	// the floor's rows exist from the start, like pg_lease's after a first use
-	if _, err := admin.Exec(ctx, "INSERT INTO floor_leases (name) SELECT format('res-%s', lpad(g::text, 4, '0')) FROM generate_series(0, 999) g ON CONFLICT DO NOTHING"); err != nil {
-		return err
 	}
 
 	var rs []Result
@@ -224,11 +257,17 @@ func run(o options) error {
 		return soakChart(soak, filepath.Join(o.out, "soak.png"))
 	}
 
+	admin.Close(ctx)
+	bs.Stop() // the headline starts its own servers, one at a time
+	hs, err := headlines(ctx, o, names, work)
+	if err != nil {
+		return err
+	}
 	env := machine(pgVersion, redisVersion)
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	md := report(rs, soak, env, o)
+	md := report(rs, soak, hs, env, o)
 	if err := os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(md), 0o644); err != nil {
 		return err
 	}

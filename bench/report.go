@@ -33,7 +33,7 @@ func floorOf(rs []Result, r Result) (Result, bool) {
 	return Result{}, false
 }
 
-func report(rs []Result, soak Soak, env []string, o options) string {
+func report(rs []Result, soak Soak, hs []Headline, env []string, o options) string {
 	var b strings.Builder
 	title := "pg_lease benchmark"
 	if o.quick {
@@ -85,7 +85,17 @@ func report(rs []Result, soak Soak, env []string, o options) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
 	}
 	b.WriteString("\n" + soakSection(soak))
-	fmt.Fprintf(&b, "pg_lease/floor: %s (sync on), %s (sync off)\n", cycleRatio(rs, "sync on"), cycleRatio(rs, "sync off"))
+	b.WriteString(headlineSection(hs, o.phase))
+	b.WriteString(headlineLines(hs))
+	return b.String()
+}
+
+// headlineLines end the report: one line per major.
+func headlineLines(hs []Headline) string {
+	var b strings.Builder
+	for _, h := range hs {
+		b.WriteString(h.Line() + "\n")
+	}
 	return b.String()
 }
 
@@ -160,25 +170,6 @@ func soakPlot(soak Soak) *plot.Plot {
 	}
 	p.Y.Min = 0
 	return p
-}
-
-// cycleRatio is pg_lease's cycle throughput over the floor's, 8 clients.
-func cycleRatio(rs []Result, durable string) string {
-	var l, f float64
-	for _, r := range rs {
-		if r.Workload == "cycle" && r.Clients == 8 && r.Durable == durable {
-			switch r.System {
-			case "pg_lease":
-				l = r.PerSec()
-			case "floor":
-				f = r.PerSec()
-			}
-		}
-	}
-	if f == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.2f", l/f)
 }
 
 // chart draws cycle throughput (8 clients), hand-off latency per system

@@ -25,7 +25,16 @@ type Result struct {
 	Tries    int // attempts, where they differ from Ops
 	Elapsed  time.Duration
 	Lat      []time.Duration
-	CPU      float64 // hand-off: waiter's server CPU, share of one core while waiting
+	CPU      float64       // hand-off: waiter's server CPU, share of one core while waiting
+	Server   time.Duration // CPU time of the clients' server processes (PostgreSQL systems)
+}
+
+// ServerPerOp is the server CPU time per operation.
+func (r Result) ServerPerOp() time.Duration {
+	if r.Ops == 0 {
+		return 0
+	}
+	return r.Server / time.Duration(r.Ops)
 }
 
 func (r Result) PerSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
@@ -69,6 +78,7 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 		first error
 		wg    sync.WaitGroup
 	)
+	cpu0 := serverCPU(cs)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i, c := range cs {
@@ -97,7 +107,8 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 		}()
 	}
 	wg.Wait()
-	return Result{System: s.Name, Durable: s.Durable, Clients: clients, Ops: ops, Tries: tries, Elapsed: time.Since(start), Lat: lat}, first
+	return Result{System: s.Name, Durable: s.Durable, Clients: clients, Ops: ops, Tries: tries, Elapsed: time.Since(start), Lat: lat,
+		Server: serverCPU(cs) - cpu0}, first
 }
 
 // cycles: acquire then release, each client on its own share of the names.
@@ -239,9 +250,18 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 }
 
 // procCPU is the CPU time a process has used (0 without /proc or a pid).
+// procCPU is the CPU time a process has used so far: from schedstat, in
+// nanoseconds, where the kernel has it; else from stat, in clock ticks.
 func procCPU(pid int) time.Duration {
 	if pid == 0 {
 		return 0
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid)); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				return time.Duration(ns)
+			}
+		}
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -251,6 +271,15 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.Atoi(f[11])
 	st, _ := strconv.Atoi(f[12])
 	return time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ = 100)
+}
+
+// serverCPU is the CPU time the clients' server processes have used.
+func serverCPU(cs []Client) time.Duration {
+	var t time.Duration
+	for _, c := range cs {
+		t += procCPU(c.BackendPID())
+	}
+	return t
 }
 
 // Soak is how lease.leases grows under many acquire/release cycles: a

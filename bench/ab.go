@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+)
+
+// abBench measures a change to the extension: this tree's pg_lease
+// against a baseline install script (rendered from an older commit), on
+// one server, in two databases, in alternating pairs of short phases, so
+// that the machine's drift falls on both alike. It reports this tree's
+// throughput over the baseline's: the figure to report per change.
+func abBench(ctx context.Context, o options, names []string, work string) (string, error) {
+	base, err := os.ReadFile(o.baseline)
+	if err != nil {
+		return "", err
+	}
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return "", err
+	}
+	defer s.Stop()
+	// the baseline: a copy of the extension named pg_lease_base, its
+	// newest script replaced by the baseline's, in the database base
+	inst := s.srv.Install
+	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, "pg_lease_base", func(string) (string, error) { return string(base), nil })
+	if err != nil {
+		return "", err
+	}
+	defer remove()
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE base"); err != nil {
+		return "", err
+	}
+	baseDSN := strings.Replace(s.DSN(), "dbname=postgres", "dbname=base", 1)
+	conn, err := pgx.Connect(ctx, baseDSN)
+	if err != nil {
+		return "", err
+	}
+	_, err = conn.Exec(ctx, "CREATE EXTENSION pg_lease_base; "+floorSchema+"; "+floorRows)
+	conn.Close(ctx)
+	if err != nil {
+		return "", err
+	}
+	newOn, _, newOff, _ := leaseSystems(s.DSN())
+	baseOn, _, baseOff, _ := leaseSystems(baseDSN)
+	type row struct {
+		name      string
+		this, old System
+		run       func(System) (Result, error)
+	}
+	cycle := func(sys System) (Result, error) { return cycles(ctx, sys, names, 8, o.phase) }
+	renew := func(sys System) (Result, error) { return renews(ctx, sys, names, 8, o.phase) }
+	hotRun := func(sys System) (Result, error) { return hot(ctx, sys, 8, o.phase) }
+	rows := []row{
+		{"cycle sync off", newOff, baseOff, cycle},
+		{"renew sync off", newOff, baseOff, renew},
+		{"cycle sync on", newOn, baseOn, cycle},
+		{"hot name sync off", newOff, baseOff, hotRun},
+	}
+	ratios := map[string][]float64{}
+	cpus := map[string][]float64{}
+	for round := range o.rounds {
+		for _, r := range rows {
+			order := []System{r.this, r.old}
+			if round%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+			var got [2]Result
+			for i, sys := range order {
+				if got[i], err = r.run(sys); err != nil {
+					return "", fmt.Errorf("%s: %w", r.name, err)
+				}
+			}
+			this, old := got[0], got[1]
+			if round%2 == 1 {
+				this, old = old, this
+			}
+			ratios[r.name] = append(ratios[r.name], this.PerSec()/old.PerSec())
+			cpus[r.name] = append(cpus[r.name], float64(this.ServerPerOp())/float64(old.ServerPerOp()))
+			say("round %d %s: this %.0f/s, baseline %.0f/s; server CPU per op %s and %s", round+1, r.name, this.PerSec(), old.PerSec(), us(this.ServerPerOp()), us(old.ServerPerOp()))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## This tree against %s on PostgreSQL %s, 8 clients, %d rounds of %s pairs\n\n", o.baseline, s.Version, o.rounds, o.phase)
+	b.WriteString("| workload | throughput, this / baseline | server CPU per op, this / baseline |\n|---|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f |\n", r.name, median(ratios[r.name]), median(cpus[r.name]))
+	}
+	return b.String(), nil
+}
