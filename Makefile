@@ -15,6 +15,9 @@
 #   make fuzz [FUZZTIME=30000x] fuzz every argument against a live server (calls, or a duration)
 #   make bench                pg_lease against a floor and peers; writes
 #                             bench/results/latest.{md,png} (about 10 minutes)
+#   make bench-profile        perf: where a backend's CPU time goes, pg_lease
+#                             against the floor (bench/results/profile.md)
+#   make bench-ab BASE=REV    this tree's pg_lease against commit REV's
 #   make soak-storage         lease.leases over 10,000,000 cycles on 1,000 and
 #                             100,000 names, sampled every 500,000 (SOAK_CYCLES)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
@@ -56,7 +59,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick soak-storage,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab soak-storage,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -74,7 +77,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -109,6 +112,7 @@ lint-ci:
 go-test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 matrix:
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --image $(PGLEASE_IMAGE) --results $(RESULTS) --junit $(BUILD)/junit.xml
@@ -146,6 +150,21 @@ soak-storage:
 
 bench-quick:
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -out ../$(BUILD)/bench-quick
+
+# Where a backend's CPU time goes, pg_lease against the floor, on PostgreSQL
+# 15 and 18 (perf, as root; bench/results/profile.md).
+bench-profile:
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only profile -majors 15,18 -phase 12s -out results
+
+# What a change to the extension buys: this tree's pg_lease against the
+# newest install script of commit BASE, in one server, in alternating pairs.
+AB_MAJOR ?= 15
+bench-ab:
+	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [AB_MAJOR=15]" >&2; exit 2; }
+	rm -rf $(BUILD)/ab && mkdir -p $(BUILD)/ab/src
+	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
+	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$(EXTVERSION).sql -majors $(AB_MAJOR) -rounds 6 -phase 2s
 
 # The proofs install a build signed with a key made for the tests (never
 # committed; kept in build/), so dnf runs with gpgcheck=1 and

@@ -50,7 +50,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -114,6 +114,17 @@ func run(o options) error {
 	names := make([]string, 1000)
 	for i := range names {
 		names[i] = fmt.Sprintf("res-%04d", i)
+	}
+	if o.only == "profile" {
+		md, err := profiles(ctx, o, names, work)
+		if err != nil {
+			return err
+		}
+		fmt.Print("\n" + md)
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(o.out, "profile.md"), []byte(md), 0o644)
 	}
 	if o.only == "ab" {
 		md, err := abBench(ctx, o, names, work)
