@@ -63,7 +63,7 @@ func startServer(ctx context.Context, pgConfig string, major int, npm bool, work
 	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
 	if err == nil {
 		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, leaseclient.CreateSQL+"; "+floorSchema+"; "+floorRows)
+		_, err = conn.Exec(ctx, leaseclient.CreateSQL+"; "+floorSchema+"; "+floorRows+"; "+protectedSchema)
 	}
 	if err == nil {
 		err = conn.QueryRow(ctx, "SHOW server_version").Scan(&b.Version)
@@ -108,7 +108,7 @@ type Headline struct {
 	Results map[string][]Result  // the pairs' measurements, by row
 }
 
-var headlineRows = []string{"cycle sync on", "cycle sync off", "renew sync off"}
+var headlineRows = []string{"cycle sync on", "cycle sync off", "renew sync off", "guarded UPDATE sync on", "guarded UPDATE sync off"}
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
@@ -139,10 +139,13 @@ func headline(ctx context.Context, s *benchServer, names []string, rounds int, p
 	}
 	cycle := func(sys System) (Result, error) { return cycles(ctx, sys, names, 8, phase) }
 	renew := func(sys System) (Result, error) { return renews(ctx, sys, names, 8, phase) }
+	guarded := func(sys System) (Result, error) { return guardedWrites(ctx, sys, 8, phase) }
 	pairs := []pairOf{
 		{"cycle sync on", leaseOn, floorOn, cycle},
 		{"cycle sync off", leaseOff, floorOff, cycle},
 		{"renew sync off", leaseOff, floorOff, renew},
+		{"guarded UPDATE sync on", leaseOn, floorOn, guarded},
+		{"guarded UPDATE sync off", leaseOff, floorOff, guarded},
 	}
 	for round := range rounds {
 		for _, p := range pairs {
@@ -179,6 +182,7 @@ func headlineSection(hs []Headline, phase time.Duration) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## pg_lease against the floor at 8 clients, per major\n\n")
+	b.WriteString("The guarded UPDATE rows are a transaction of lease.guard and one UPDATE of a protected row (sent together) against the same UPDATE alone.\n\n")
 	fmt.Fprintf(&b, "Each cell: the median of %d rounds of pg_lease/floor, each round one pair of %s phases back to back (the order alternating), with pg_lease's and the floor's median ops/s; the range of the rounds' ratios in brackets.\n\n", hs[0].Rounds, phase)
 	b.WriteString("| PostgreSQL | server build |")
 	for _, row := range headlineRows {

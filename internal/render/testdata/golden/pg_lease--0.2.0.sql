@@ -502,39 +502,36 @@ BEGIN
                       HINT = 'Pass the epoch that lease.acquire returned.';
         END IF;
     END IF;
-    -- A plain read first: a guard that fails takes no lock at all.
-    v_now := clock_timestamp();
-    SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
-      FROM @extschema@.leases AS l
-     WHERE l.name = guard.name;
-    v_status := CASE WHEN v_owner IS NULL OR v_owner <> guard.owner THEN 'not_owner'
-                   WHEN v_epoch <> guard.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-    IF v_status = 'ok' THEN
+    LOOP
         -- Lock the row in share mode until the caller's transaction ends,
-        -- re-checking the newest version (after waiting for a writer), in
-        -- a subtransaction, so that a guard that turns out to fail keeps
-        -- no lock.
+        -- the lease checked in the WHERE (on the newest version, after
+        -- waiting for a writer), in a subtransaction, so that a guard that
+        -- fails keeps no lock: a row that a concurrent writer changed is
+        -- locked before it is checked again.
         BEGIN
-            v_now := clock_timestamp();
-            SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+            SELECT l.expires_at INTO v_expires
               FROM @extschema@.leases AS l
-             WHERE l.name = guard.name
+             WHERE l.name = guard.name AND l.owner = guard.owner AND l.epoch = guard.epoch
+               AND l.expires_at > clock_timestamp()
                FOR SHARE;
-            v_now := clock_timestamp();
-            v_status := CASE WHEN v_owner IS NULL OR v_owner <> guard.owner THEN 'not_owner'
-                   WHEN v_epoch <> guard.epoch THEN 'epoch_mismatch'
-                   WHEN v_expires <= v_now THEN 'lapsed'
-                   ELSE 'ok' END;
-            IF v_status = 'ok' THEN
+            IF FOUND THEN
                 RETURN v_expires;
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- the lease changed under us: the lock is gone with the subtransaction
+            NULL;  -- no lock is kept
         END;
-    END IF;
+        -- Not held: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = guard.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> guard.owner THEN 'not_owner'
+                   WHEN v_epoch <> guard.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
     RAISE EXCEPTION 'lease "%" is not held by "%" at epoch %', guard.name, guard.owner, guard.epoch
         USING ERRCODE = '55000',
               DETAIL = v_status,
