@@ -64,6 +64,7 @@ func guardedWrites(ctx context.Context, s System, clients int, d time.Duration) 
 
 // PurgeRun is lease.purge on a table of released and lapsed names.
 type PurgeRun struct {
+	Version                            string // the server's
 	Rows                               int
 	Deleted                            int64
 	Took                               time.Duration
@@ -75,7 +76,7 @@ type PurgeRun struct {
 // purgeRun fills a database of its own with rows names, half released and
 // half lapsed an hour ago, and times one lease.purge() of them all.
 func purgeRun(ctx context.Context, s *benchServer, rows int) (PurgeRun, error) {
-	p := PurgeRun{Rows: rows}
+	p := PurgeRun{Version: s.Version, Rows: rows}
 	admin, err := pgx.Connect(ctx, s.DSN())
 	if err != nil {
 		return p, err
@@ -135,9 +136,9 @@ func (p PurgeRun) String() string {
 }
 
 // purgeSection reports the purge.
-func purgeSection(p PurgeRun, version string) string {
+func purgeSection(p PurgeRun) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Purge: %d names, half released and half lapsed an hour ago (PostgreSQL %s)\n\n", p.Rows, version)
+	fmt.Fprintf(&b, "## Purge: %d names, half released and half lapsed an hour ago (PostgreSQL %s)\n\n", p.Rows, p.Version)
 	fmt.Fprintf(&b, "`SELECT lease.purge()` deleted %d rows in %s: **%.0f rows/s**.\n\n", p.Deleted, p.Took.Round(time.Millisecond), float64(p.Deleted)/p.Took.Seconds())
 	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 	b.WriteString("| | table | index |\n|---|---:|---:|\n")

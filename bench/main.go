@@ -38,6 +38,7 @@ type options struct {
 	rounds   int           // the headline's rounds per major
 	npm      bool          // the headline uses the npm build for every major
 	baseline string        // -only ab: the install script to compare with
+	purge    int           // names the purge deletes
 	out      string
 	only     string // comma-separated workloads to run (development)
 }
@@ -50,7 +51,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -62,9 +63,11 @@ func main() {
 	flag.Parse()
 	o.phase, o.handoff = 5*time.Second, 200
 	soak, every, rounds := 1_000_000, 500_000, 3
+	o.purge = 1_000_000
 	if o.quick {
 		o.phase, o.handoff = 700*time.Millisecond, 20
 		soak, every, rounds = 20_000, 10_000, 1
+		o.purge = 20_000
 	}
 	if o.rounds == 0 {
 		o.rounds = rounds
@@ -134,7 +137,7 @@ func run(o options) error {
 		fmt.Print("\n" + md)
 		return nil
 	}
-	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("soak") {
+	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("purge") && !o.wants("soak") {
 		hs, err := headlines(ctx, o, names, work)
 		if err != nil {
 			return err
@@ -245,6 +248,19 @@ func run(o options) error {
 			return err
 		}
 	}
+	var purge PurgeRun
+	if o.wants("purge") {
+		say("purge: filling a table with %d released and lapsed names", o.purge)
+		if purge, err = purgeRun(ctx, bs, o.purge); err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		say("%s", purge)
+		if o.only != "" {
+			md := purgeSection(purge)
+			fmt.Print("\n" + md)
+			return nil
+		}
+	}
 	if !o.wants("soak") {
 		return nil
 	}
@@ -278,7 +294,7 @@ func run(o options) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	md := report(rs, soak, hs, env, o)
+	md := report(rs, soak, hs, purge, env, o)
 	if err := os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(md), 0o644); err != nil {
 		return err
 	}

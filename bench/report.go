@@ -33,7 +33,7 @@ func floorOf(rs []Result, r Result) (Result, bool) {
 	return Result{}, false
 }
 
-func report(rs []Result, soak Soak, hs []Headline, env []string, o options) string {
+func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, env []string, o options) string {
 	var b strings.Builder
 	title := "pg_lease benchmark"
 	if o.quick {
@@ -85,6 +85,7 @@ func report(rs []Result, soak Soak, hs []Headline, env []string, o options) stri
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
 	}
 	b.WriteString("\n" + soakSection(soak))
+	b.WriteString(purgeSection(purge))
 	b.WriteString(headlineSection(hs, o.phase))
 	b.WriteString(headlineLines(hs))
 	return b.String()
