@@ -4,13 +4,13 @@
 # debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
 # for the RPM tests, dpkg-dev, debhelper, lintian and PostgreSQL 15's
 # server-dev package for the deb builder and its tests, redis-server for the
-# benchmark's peer, qemu-user-static for the arm64 containers (registering
+# benchmark's peer, pgbouncer for the pooled runs (bench, stress), qemu-user-static for the arm64 containers (registering
 # its handler), shellcheck for actionlint, and Go's module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
 need=()
-for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server \
+for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server pgbouncer \
   dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
   qemu-user-static binfmt-support shellcheck; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
@@ -38,7 +38,10 @@ fi
 command -v go >/dev/null || { echo "deps: go is not on PATH (expected /usr/local/go/bin)" >&2; exit 1; }
 go mod download
 (cd bench && go mod download)
-# the benchmark starts its own Redis; the package's service is not wanted
-if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
-  systemctl stop redis-server || true
-fi
+# the benchmark starts its own Redis and the tests their own PgBouncer; the
+# packages' services are not wanted
+for svc in redis-server pgbouncer; do
+  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    systemctl stop "$svc" || true
+  fi
+done

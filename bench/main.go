@@ -51,7 +51,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -137,7 +137,7 @@ func run(o options) error {
 		fmt.Print("\n" + md)
 		return nil
 	}
-	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("purge") && !o.wants("soak") {
+	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("pooled") && !o.wants("purge") && !o.wants("soak") {
 		hs, err := headlines(ctx, o, names, work)
 		if err != nil {
 			return err
@@ -248,6 +248,17 @@ func run(o options) error {
 			return err
 		}
 	}
+	var pooled Pooled
+	if o.wants("pooled") {
+		say("through PgBouncer: 64 clients on 8 server connections")
+		if pooled, err = pooledRun(ctx, bs, 64, 8, o.phase); err != nil {
+			return fmt.Errorf("pooled: %w", err)
+		}
+		if o.only != "" && !o.wants("purge") && !o.wants("soak") {
+			fmt.Print("\n" + pooledSection(pooled))
+			return nil
+		}
+	}
 	var purge PurgeRun
 	if o.wants("purge") {
 		say("purge: filling a table with %d released and lapsed names", o.purge)
@@ -294,7 +305,7 @@ func run(o options) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	md := report(rs, soak, hs, purge, env, o)
+	md := report(rs, soak, hs, purge, pooled, env, o)
 	if err := os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(md), 0o644); err != nil {
 		return err
 	}

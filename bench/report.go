@@ -33,7 +33,7 @@ func floorOf(rs []Result, r Result) (Result, bool) {
 	return Result{}, false
 }
 
-func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, env []string, o options) string {
+func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, pooled Pooled, env []string, o options) string {
 	var b strings.Builder
 	title := "pg_lease benchmark"
 	if o.quick {
@@ -84,7 +84,8 @@ func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, env []string,
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
 	}
-	b.WriteString("\n" + soakSection(soak))
+	b.WriteString("\n" + pooledSection(pooled))
+	b.WriteString(soakSection(soak))
 	b.WriteString(purgeSection(purge))
 	b.WriteString(headlineSection(hs, o.phase))
 	b.WriteString(headlineLines(hs))

@@ -16,9 +16,11 @@ import (
 )
 
 type stressCmd struct {
-	cfg      stress.Config
-	pgConfig string
-	report   int
+	cfg       stress.Config
+	pgConfig  string
+	report    int
+	pgbouncer bool
+	pool      int
 }
 
 func newStress() *cobra.Command {
@@ -45,13 +47,18 @@ func newStress() *cobra.Command {
 	f.StringVar(&c.pgConfig, "pg-config", "", "without --dsn: pg_config of the installation to start")
 	f.BoolVar(&c.cfg.Fencing, "fencing", true, "add guarded transactions (lease.guard, a write, a commit) and lease.purge calls; false for a pg_lease 0.1.0 database")
 	f.IntVar(&c.report, "show", 10, "violations to print in full")
+	f.BoolVar(&c.pgbouncer, "via-pgbouncer", false, "without --dsn: the clients go through PgBouncer (Debian's) in transaction pooling in front of the server")
+	f.IntVar(&c.pool, "pool-size", 8, "with --via-pgbouncer: the pooler's server connections")
 	return cmd
 }
 
 func (c *stressCmd) run(cmd *cobra.Command) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
-	if c.cfg.Clients < 1 || c.cfg.Names < 1 || c.cfg.Duration <= 0 {
-		return errors.New("--clients, --names and --duration must be positive")
+	if c.cfg.Clients < 1 || c.cfg.Names < 1 || c.cfg.Duration <= 0 || c.pool < 1 {
+		return errors.New("--clients, --names, --duration and --pool-size must be positive")
+	}
+	if c.pgbouncer && c.cfg.DSN != "" {
+		return errors.New("--via-pgbouncer starts a pooler in front of the throwaway server: leave out --dsn (or give the pooler's DSN there)")
 	}
 	if c.cfg.DSN == "" {
 		srv, inst, err := pgserver.StartWithExtension(ctx, c.pgConfig, model.PgLease, pglease.Files)
@@ -70,6 +77,16 @@ func (c *stressCmd) run(cmd *cobra.Command) error {
 			return err
 		}
 		fmt.Fprintf(w, "server: PostgreSQL %d on %s\n", inst.Major, srv.Socket())
+		if c.pgbouncer {
+			c.cfg = c.cfg.Defaults()
+			b, err := srv.StartPgBouncer(c.pool, fmt.Sprintf("SET statement_timeout = %d", c.cfg.StatementTimeout().Milliseconds()))
+			if err != nil {
+				return err
+			}
+			defer b.Stop()
+			c.cfg.DSN, c.cfg.Pooled = b.DSN("postgres", srv.User), true
+			fmt.Fprintf(w, "pooler: PgBouncer in transaction pooling, %d server connections, on %s\n", c.pool, b.Dir)
+		}
 	}
 	cfg := c.cfg.Defaults()
 	fmt.Fprintf(w, "stress: %d clients x %d names for %s (seed %d)\n", cfg.Clients, cfg.Names, cfg.Duration, cfg.Seed)

@@ -94,3 +94,45 @@ func TestParseMajor(t *testing.T) {
 		t.Error("ParseMajor accepted psql 15")
 	}
 }
+
+// TestPgBouncerPoolsTransactions puts the pooler in front of a server with
+// one server connection: two clients then share one session, which shows
+// in what session state does (a session advisory lock taken by one client
+// is granted to the other) and not in what pg_lease does.
+func TestPgBouncerPoolsTransactions(t *testing.T) {
+	srv := localServer(t)
+	testenv.Tools(t, "pgbouncer")
+	ctx := context.Background()
+	if err := Exec(ctx, srv.DSN("postgres"), "CREATE EXTENSION "+model.PgLease.Name); err != nil {
+		t.Fatal(err)
+	}
+	b, err := srv.StartPgBouncer(1, "SET statement_timeout = 4321")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	var a, c *pgx.Conn
+	for _, p := range []**pgx.Conn{&a, &c} {
+		if *p, err = pgx.Connect(ctx, b.DSN("postgres", srv.User)); err != nil {
+			t.Fatal(err)
+		}
+		defer (*p).Close(ctx)
+	}
+	var timeout string
+	if err := a.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "4321ms" {
+		t.Fatalf("statement_timeout through the pooler: %q, %v; want the connect query's 4321ms", timeout, err)
+	}
+	var got bool
+	if err := a.QueryRow(ctx, "SELECT pg_try_advisory_lock(7)").Scan(&got); err != nil || !got {
+		t.Fatalf("first advisory lock: %v, %v", got, err)
+	}
+	if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock(7)").Scan(&got); err != nil || !got {
+		t.Fatalf("the other client's advisory lock: %v, %v; want true (one shared session: the pooler is not in transaction pooling)", got, err)
+	}
+	if err := a.QueryRow(ctx, "SELECT acquired FROM lease.acquire('pooled', 'a', '1 minute')").Scan(&got); err != nil || !got {
+		t.Fatalf("acquire through the pooler: %v, %v", got, err)
+	}
+	if err := c.QueryRow(ctx, "SELECT acquired FROM lease.acquire('pooled', 'c', '1 minute')").Scan(&got); err != nil || got {
+		t.Fatalf("the other client's acquire of the held lease: %v, %v; want false", got, err)
+	}
+}

@@ -29,6 +29,10 @@ type Config struct {
 	// Fencing adds guarded transactions (lease.guard, a write, a commit)
 	// and lease.purge calls (pg_lease 0.2.0 and later).
 	Fencing bool
+	// Pooled: DSN is a pooler in transaction pooling, which keeps no
+	// session state; the client sets none (the pooler's server connections
+	// carry StatementTimeout).
+	Pooled bool
 	// Reconnect: a call whose connection fails is recorded with an unknown
 	// outcome and the client reconnects (for fault injection); otherwise a
 	// failed connection ends the run with an error.
@@ -129,18 +133,24 @@ func Run(ctx context.Context, cfg Config) ([]Op, error) {
 	return history, errors.Join(collect(errs)...)
 }
 
+// StatementTimeout bounds every call of a run, so that a wait that never
+// ends (a bug) cannot hang it.
+func (c Config) StatementTimeout() time.Duration { return c.MaxWait + WaitOvershoot + 2*time.Second }
+
 // connect opens a client connection, retrying until retryUntil while the
 // server is away (restarting after a crash).
 func connect(ctx context.Context, cfg Config, retryUntil time.Time) (*pgx.Conn, error) {
 	for {
 		conn, err := pgx.Connect(ctx, cfg.DSN)
-		if err == nil {
+		if err == nil && !cfg.Pooled {
 			// a wait that never ends (a bug) must not hang the run
-			_, err = conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", (cfg.MaxWait+WaitOvershoot+2*time.Second).Milliseconds()))
-			if err == nil {
-				return conn, nil
+			_, err = conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", cfg.StatementTimeout().Milliseconds()))
+			if err != nil {
+				conn.Close(ctx)
 			}
-			conn.Close(ctx)
+		}
+		if err == nil {
+			return conn, nil
 		}
 		if time.Now().After(retryUntil) || ctx.Err() != nil {
 			return nil, err
