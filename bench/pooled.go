@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pglease/pglease-gen/internal/leaseclient"
 )
 
 // Pooled is the run through PgBouncer in transaction pooling: what each
@@ -43,7 +44,16 @@ func pooledNames() []string {
 func pooledRun(ctx context.Context, s *benchServer, clients, pool int, phase time.Duration) (Pooled, error) {
 	p := Pooled{Clients: clients, Pool: pool}
 	names := pooledNames()
-	if err := pgxExec(ctx, s.DSN(), "INSERT INTO floor_leases (name) SELECT format('pool-%s', lpad(g::text, 4, '0')) FROM generate_series(0, 1199) g ON CONFLICT DO NOTHING"); err != nil {
+	// a database of its own, so that its names stay out of the others' tables
+	if err := pgxExec(ctx, s.DSN(), "DROP DATABASE IF EXISTS pooled_bench"); err != nil {
+		return p, err
+	}
+	if err := pgxExec(ctx, s.DSN(), "CREATE DATABASE pooled_bench"); err != nil {
+		return p, err
+	}
+	db := strings.Replace(s.DSN(), "dbname=postgres", "dbname=pooled_bench", 1)
+	if err := pgxExec(ctx, db, leaseclient.CreateSQL+"; "+floorSchema+
+		"; INSERT INTO floor_leases (name) SELECT format('pool-%s', lpad(g::text, 4, '0')) FROM generate_series(0, 1199) g"); err != nil {
 		return p, err
 	}
 	b, err := s.srv.StartPgBouncer(pool, "")
@@ -51,7 +61,7 @@ func pooledRun(ctx context.Context, s *benchServer, clients, pool int, phase tim
 		return p, err
 	}
 	defer b.Stop()
-	dsn := b.DSN("postgres", s.srv.User)
+	dsn := b.DSN("pooled_bench", s.srv.User)
 	sys := func(name string, wrap func(pgLease) Client) System {
 		return System{Name: name, Durable: "sync on", Connect: func(ctx context.Context) (Client, error) {
 			conn, err := pgx.Connect(ctx, dsn)

@@ -158,6 +158,13 @@ func profileSection(majors []int, lease, floor []Profile, versions []string) str
 	}
 	parts = append(parts, profileOther, "")
 	for _, part := range parts {
+		used := part == ""
+		for i := range majors {
+			used = used || lease[i].Samples[part] > 0 || floor[i].Samples[part] > 0
+		}
+		if !used {
+			continue // (no sample in any column)
+		}
 		name := part
 		if part == "" {
 			name = "**total**"
