@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +105,7 @@ func Run(ctx context.Context, cfg Config) ([]Op, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := &client{id: i, conn: conn, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), tokens: map[string]int64{}}
+			cl := &client{id: i, conn: conn, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), tokens: map[string]int64{}, expires: map[string]time.Time{}}
 			defer func() { cl.conn.Close(context.Background()) }()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				op, err := cl.step(ctx)
@@ -174,6 +176,9 @@ type client struct {
 	cfg    Config
 	rng    *rand.Rand
 	tokens map[string]int64 // name -> epoch this client was last given
+	// expires: name -> the expiry of the lease this client holds or held
+	// until it lapsed (not released by it, not seen held by another)
+	expires map[string]time.Time
 }
 
 func (c *client) owner() string { return fmt.Sprintf("client-%d", c.id) }
@@ -204,6 +209,22 @@ func (c *client) step(ctx context.Context) (Op, error) {
 	case r < 0:
 		op.Kind, op.Epoch = Guard, epoch
 		op.Hold = time.Duration(c.rng.IntN(20)) * time.Millisecond
+		if held := slices.Sorted(maps.Keys(c.expires)); len(held) > 0 && c.rng.IntN(2) == 0 {
+			// half the guards are a holder's, of a name it holds or held
+			// until it lapsed, mostly the latter (the others mostly meet
+			// another owner, and a lapsed lease is soon taken over)
+			var lapsed []string
+			for _, n := range held {
+				if time.Now().After(c.expires[n]) {
+					lapsed = append(lapsed, n)
+				}
+			}
+			if len(lapsed) > 0 && c.rng.IntN(4) > 0 {
+				held = lapsed
+			}
+			op.Name = held[c.rng.IntN(len(held))]
+			op.Epoch = c.tokens[op.Name]
+		}
 	case r < 30:
 		op.Kind, op.TTL = Acquire, c.ttl()
 		if c.rng.IntN(3) == 0 {
@@ -222,10 +243,20 @@ func (c *client) step(ctx context.Context) (Op, error) {
 	err := c.call(ctx, &op)
 	if err != nil {
 		delete(c.tokens, name) // whatever happened, this client does not know
+		delete(c.expires, name)
 		return op, err
 	}
 	if op.Kind == Acquire && op.Acquired && !op.RolledBack && op.Err == "" && op.RetEpoch != nil {
 		c.tokens[name] = *op.RetEpoch
+		if op.Expires != nil {
+			c.expires[name] = *op.Expires
+		}
+	}
+	switch {
+	case op.Kind == Renew && op.Status == "ok" && op.Expires != nil && op.Epoch == c.tokens[name]:
+		c.expires[name] = *op.Expires
+	case op.Kind == Release && op.Epoch == c.tokens[name], op.Kind == Acquire && !op.Acquired:
+		delete(c.expires, name) // given up, or another holds it
 	}
 	return op, nil
 }
