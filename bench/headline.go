@@ -124,6 +124,20 @@ func median(xs []float64) float64 {
 
 func (h Headline) Median(row string) float64 { return median(h.Ratios[row]) }
 
+// medians are the medians of f over a row's pg_lease and floor results
+// (Results holds them in pairs, pg_lease first).
+func (h Headline) medians(row string, f func(Result) float64) (lease, floor float64) {
+	var ls, fs []float64
+	for i, r := range h.Results[row] {
+		if i%2 == 0 {
+			ls = append(ls, f(r))
+		} else {
+			fs = append(fs, f(r))
+		}
+	}
+	return median(ls), median(fs)
+}
+
 // Line is the headline's summary line.
 func (h Headline) Line() string {
 	return fmt.Sprintf("pg_lease/floor PG%d: %.2f (sync on), %.2f (sync off)", h.Server.Major, h.Median("cycle sync on"), h.Median("cycle sync off"))
@@ -192,16 +206,9 @@ func headlineSection(hs []Headline, phase time.Duration) string {
 	for _, h := range hs {
 		fmt.Fprintf(&b, "| %s | %s |", h.Server.Version, h.Server.Build)
 		for _, row := range headlineRows {
-			var lease, fl []float64
-			for i, r := range h.Results[row] {
-				if i%2 == 0 {
-					lease = append(lease, r.PerSec())
-				} else {
-					fl = append(fl, r.PerSec())
-				}
-			}
+			lease, fl := h.medians(row, Result.PerSec)
 			rs := h.Ratios[row]
-			fmt.Fprintf(&b, " **%.2f** (%.0f / %.0f) [%.2f–%.2f] |", h.Median(row), median(lease), median(fl), slices.Min(rs), slices.Max(rs))
+			fmt.Fprintf(&b, " **%.2f** (%.0f / %.0f) [%.2f–%.2f] |", h.Median(row), lease, fl, slices.Min(rs), slices.Max(rs))
 		}
 		b.WriteString("\n")
 	}
@@ -214,16 +221,8 @@ func headlineSection(hs []Headline, phase time.Duration) string {
 	for _, h := range hs {
 		fmt.Fprintf(&b, "| %d |", h.Server.Major)
 		for _, row := range headlineRows {
-			var lease, fl []float64
-			for i, r := range h.Results[row] {
-				x := float64(r.ServerPerOp()) / float64(time.Microsecond)
-				if i%2 == 0 {
-					lease = append(lease, x)
-				} else {
-					fl = append(fl, x)
-				}
-			}
-			fmt.Fprintf(&b, " %.1f µs / %.1f µs |", median(lease), median(fl))
+			lease, fl := h.medians(row, func(r Result) float64 { return float64(r.ServerPerOp()) / float64(time.Microsecond) })
+			fmt.Fprintf(&b, " %.1f µs / %.1f µs |", lease, fl)
 		}
 		b.WriteString("\n")
 	}
