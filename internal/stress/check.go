@@ -397,8 +397,10 @@ func (n *nameCheck) buildStates() {
 			if !st.released {
 				from = later(from, st.h.exps[st.exp].v.Add(p.Grace))
 			}
+			// the purge deletes the row only once the state is written
+			// and committed: its copy is certain no earlier than both
 			cp := st
-			cp.at, cp.seen, cp.purged, cp.cause = from, p.End, true, p
+			cp.at, cp.seen, cp.purged, cp.cause = later(from, st.at), later(p.End, st.seen), true, p
 			n.states = slices.Insert(n.states, last+1, cp)
 		}
 	}

@@ -191,6 +191,20 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 	if vs := Check(purged, map[string]Row{"n": {Owner: sp("b"), Epoch: 3, Expires: tp(141)}}); len(vs) > 0 {
 		t.Errorf("a history with a purge has violations: %v", vs)
 	}
+	// through a pooler, a's release waits 400 ms in the pooler's queue; a
+	// purge ends while it waits, and b's blocking acquire (also queued) runs
+	// out. The name was never certainly free during b's wait: the release
+	// may have committed only as it returned, and the purge could delete
+	// the row only after that.
+	queued := []Op{
+		acq(0, "a", 0, 2, 10_000, true, 1),
+		{ID: 1, Kind: Release, Name: "n", Owner: "a", Epoch: 1, Start: at(100), End: at(500), Status: "ok"},
+		{ID: 2, Kind: Purge, Start: at(90), End: at(110)},
+		{ID: 3, Kind: Acquire, Name: "n", Owner: "b", TTL: ms(100), MaxWait: ms(80), Start: at(95), End: at(495), Err: "57014"},
+	}
+	if vs := Check(queued, map[string]Row{"n": {Epoch: 2}}); len(vs) > 0 {
+		t.Errorf("a release and a purge overlapping a timed-out wait: %v", vs)
+	}
 	// a purge that forgot its mark: b restarts at 1
 	purged[5] = acq(5, "b", 40, 42, 100, true, 1)
 	if vs := Check(purged, map[string]Row{"n": {Owner: sp("b"), Epoch: 1, Expires: tp(141)}}); !slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == "unique-epoch" || v.Rule == "epochs-grow" }) {
