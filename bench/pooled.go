@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pglease/pglease-gen/internal/leaseclient"
+	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
 // Pooled is the run through PgBouncer in transaction pooling: what each
@@ -45,14 +46,14 @@ func pooledRun(ctx context.Context, s *benchServer, clients, pool int, phase tim
 	p := Pooled{Clients: clients, Pool: pool}
 	names := pooledNames()
 	// a database of its own, so that its names stay out of the others' tables
-	if err := pgxExec(ctx, s.DSN(), "DROP DATABASE IF EXISTS pooled_bench"); err != nil {
+	if err := pgserver.Exec(ctx, s.DSN(), "DROP DATABASE IF EXISTS pooled_bench"); err != nil {
 		return p, err
 	}
-	if err := pgxExec(ctx, s.DSN(), "CREATE DATABASE pooled_bench"); err != nil {
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE pooled_bench"); err != nil {
 		return p, err
 	}
 	db := strings.Replace(s.DSN(), "dbname=postgres", "dbname=pooled_bench", 1)
-	if err := pgxExec(ctx, db, leaseclient.CreateSQL+"; "+floorSchema+
+	if err := pgserver.Exec(ctx, db, leaseclient.CreateSQL+"; "+floorSchema+
 		"; INSERT INTO floor_leases (name) SELECT format('pool-%s', lpad(g::text, 4, '0')) FROM generate_series(0, 1199) g"); err != nil {
 		return p, err
 	}
@@ -104,16 +105,6 @@ func pooledRun(ctx context.Context, s *benchServer, clients, pool int, phase tim
 	defer conn.Close(ctx)
 	err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").Scan(&p.Advisory.LeftHeld)
 	return p, err
-}
-
-func pgxExec(ctx context.Context, dsn, sql string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
 }
 
 // advisoryCycles: lock and unlock, as cycles does, but counting what goes
