@@ -286,6 +286,7 @@ func serverCPU(cs []Client) time.Duration {
 // sample after the first 10,000 cycles, then every Every cycles.
 type Soak struct {
 	Cycles, Names, Every int
+	Options              string // lease.leases' storage options (reloptions)
 	Elapsed              time.Duration
 	Samples              []SoakSample
 }
@@ -313,8 +314,8 @@ func (s Soak) String() string {
 		return "no samples"
 	}
 	a, z := s.Samples[0], s.Samples[len(s.Samples)-1]
-	return fmt.Sprintf("%d cycles on %d names in %s; table %d -> %d bytes (%.2fx), index %d -> %d; %d dead tuples; %d of %d updates not HOT; %d autovacuums",
-		s.Cycles, s.Names, s.Elapsed.Round(time.Second), a.Table, z.Table, s.Growth(), a.Index, z.Index, z.Dead, z.Updates-z.HOTs, z.Updates, z.Autovacuums)
+	return fmt.Sprintf("%d cycles on %d names in %s; table %d -> %d bytes (%.2fx), index %d -> %d; %d dead tuples; %d of %d updates not HOT; %d autovacuums, %d autoanalyzes",
+		s.Cycles, s.Names, s.Elapsed.Round(time.Second), a.Table, z.Table, s.Growth(), a.Index, z.Index, z.Dead, z.Updates-z.HOTs, z.Updates, z.Autovacuums, z.Autoanalyzes)
 }
 
 // soakRun runs total acquire/release cycles (8 clients) on names of its
@@ -371,6 +372,9 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		return x, err
 	}
 	if err := run(0, names); err != nil {
+		return out, err
+	}
+	if err := admin.QueryRow(ctx, `SELECT coalesce(array_to_string(reloptions, ', '), '') FROM pg_class WHERE oid = 'lease.leases'::regclass`).Scan(&out.Options); err != nil {
 		return out, err
 	}
 	base, err := stats()
