@@ -113,7 +113,8 @@ func soakReport(soak Soak, env []string) string {
 }
 
 // soakSection is the soak's curve as a table: size, dead tuples, updates
-// that were not HOT and autovacuum and autoanalyze runs at every sample.
+// that were not HOT, the longest-held snapshot, and autovacuum and
+// autoanalyze runs at every sample.
 func soakSection(soak Soak) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Soak: %d acquire/release cycles on %d names (pg_lease, sync off, 8 clients, autovacuum at the server's defaults, %s)\n\n",
@@ -121,12 +122,12 @@ func soakSection(soak Soak) string {
 	if soak.Options != "" {
 		fmt.Fprintf(&b, "lease.leases has %s.\n\n", soak.Options)
 	}
-	b.WriteString("| cycles | table | × first | index | dead tuples | updates not HOT (since the last row) | autovacuums | autoanalyzes |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| cycles | table | × first | index | dead tuples | updates not HOT (since the last row) | longest snapshot (since the last row) | autovacuums | autoanalyzes |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var prev SoakSample
 	for _, x := range soak.Samples {
 		first := soak.Samples[0]
-		fmt.Fprintf(&b, "| %d | %d kB | %.2f | %d kB | %d | %d of %d | %d | %d |\n", x.Cycles, x.Table/1024, float64(x.Table)/float64(max(1, first.Table)),
-			x.Index/1024, x.Dead, (x.Updates-x.HOTs)-(prev.Updates-prev.HOTs), x.Updates-prev.Updates, x.Autovacuums, x.Autoanalyzes)
+		fmt.Fprintf(&b, "| %d | %d kB | %.2f | %d kB | %d | %d of %d | %s | %d | %d |\n", x.Cycles, x.Table/1024, float64(x.Table)/float64(max(1, first.Table)),
+			x.Index/1024, x.Dead, (x.Updates-x.HOTs)-(prev.Updates-prev.HOTs), x.Updates-prev.Updates, x.Snapshot.Round(time.Millisecond), x.Autovacuums, x.Autoanalyzes)
 		prev = x
 	}
 	fmt.Fprintf(&b, "\nTable growth from the first row to the last: %.2f×.\n\n", soak.Growth())

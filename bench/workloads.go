@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -299,6 +300,10 @@ type SoakSample struct {
 	Dead                      int64 // n_dead_tup
 	Updates, HOTs             int64
 	Autovacuums, Autoanalyzes int64
+	// Snapshot is the longest any session of the database had held its
+	// snapshot, polled every 100 ms since the last sample. Pruning keeps
+	// every row version such a snapshot may see.
+	Snapshot time.Duration
 }
 
 // Growth is the table's size at the end over its size at the first sample.
@@ -389,7 +394,12 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		}
 		n = min(n, total-done)
 		start := time.Now()
-		if err := run(done, n); err != nil {
+		stop, longest := make(chan struct{}), make(chan error, 1)
+		var held time.Duration
+		go func() { longest <- watchSnapshots(ctx, admin, stop, &held) }()
+		err := run(done, n)
+		close(stop)
+		if err := errors.Join(err, <-longest); err != nil {
 			return out, err
 		}
 		out.Elapsed += time.Since(start) // without the pauses for statistics
@@ -398,7 +408,7 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		if err != nil {
 			return out, err
 		}
-		x.Cycles = done
+		x.Cycles, x.Snapshot = done, held
 		x.Updates -= base.Updates
 		x.HOTs -= base.HOTs
 		x.Autovacuums -= base.Autovacuums
@@ -409,6 +419,28 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		}
 	}
 	return out, nil
+}
+
+// watchSnapshots polls every 100 ms, until stop is closed, how long the
+// oldest transaction of the database that holds a snapshot (other than the
+// poll's own) has been open, and keeps the longest in *held.
+func watchSnapshots(ctx context.Context, admin *pgx.Conn, stop <-chan struct{}, held *time.Duration) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+		var us int64
+		if err := admin.QueryRow(ctx, `SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start) * 1e6), 0)::bigint
+		   FROM pg_stat_activity
+		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&us); err != nil {
+			return fmt.Errorf("polling pg_stat_activity: %w", err)
+		}
+		*held = max(*held, time.Duration(us)*time.Microsecond)
+	}
 }
 
 func errOr(err error, format string, args ...any) error {
