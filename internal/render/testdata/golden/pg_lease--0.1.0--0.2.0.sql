@@ -169,9 +169,6 @@ $function$;
 COMMENT ON FUNCTION @extschema@.list(boolean) IS
     'list(include_free => false): one row (name, held, owner, epoch, expires_at) per name in inspect''s form, ordered by name; only held leases unless include_free. Takes no row locks.';
 
--- lease.leases: autoanalyze off, as a fresh install has it.
-ALTER TABLE @extschema@.leases SET (fillfactor = 20, autovacuum_analyze_threshold = 2147483647);
-
 -- acquire: unknown names start above the purge mark, and a blocking
 -- acquire counts lock waits against max_wait.
 CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)

@@ -5,10 +5,9 @@
 
 \echo Use "CREATE EXTENSION pg_lease" to load this file. \quit
 
--- One row per name ever acquired. Only purge() deletes rows, and it keeps
--- the largest epoch it deleted (purge_mark, below), so the epoch history of
--- a name never goes backwards. owner and expires_at are both set while a
--- lease is held or lapsed and both NULL once released.
+-- One row per name ever acquired. Rows are never deleted by the API, so the
+-- epoch history of a name never goes backwards. owner and expires_at are
+-- both set while a lease is held or lapsed and both NULL once released.
 CREATE TABLE @extschema@.leases (
     name       text        NOT NULL,
     owner      text,
@@ -19,24 +18,9 @@ CREATE TABLE @extschema@.leases (
     CONSTRAINT leases_holder_check CHECK ((owner IS NULL) = (expires_at IS NULL))
 )
 -- Every call rewrites a row without touching its key: with room left on each
--- page the new version stays on the page (a HOT update, no index entry), and
--- a later call prunes the old versions, so the table keeps its size however
--- often leases change hands. Pruning removes only versions no snapshot can
--- still see. Clients working through names in order keep every row of one
--- page busy at once (at 8 clients and 2 CPUs about 12,000 new versions a
--- second on one page or two, each with room for about 110), so a snapshot kept for a few
--- milliseconds anywhere in the cluster lets the page fill; the next versions
--- then go to other pages, and before the first VACUUM has mapped the free
--- space those are new pages at the end of the table.
--- Autoanalyze is such a snapshot: unlike VACUUM, ANALYZE is not left out of
--- the pruning horizon, and with every update counting as a change it ran
--- about once a minute. No query here needs the statistics (each call finds
--- its row by primary key; list and purge read the whole table), so
--- autoanalyze is off for this table. Measured with `make soak-storage`
--- (1,000,000 cycles on 1,000 names, 8 clients, PostgreSQL 15): with it, 579
--- updates not HOT and the table 1.24x its size after 10,000 cycles; without
--- it, 36 and 1.00x. ANALYZE by hand still works.
-WITH (fillfactor = 20, autovacuum_analyze_threshold = 2147483647);
+-- page the new version stays on the page (a HOT update, no index entry) and
+-- the table does not grow however often leases change hands.
+WITH (fillfactor = 20);
 
 COMMENT ON TABLE @extschema@.leases IS
     'lease state, one row per name; read it through lease.inspect(), write it only through the pg_lease functions';
