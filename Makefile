@@ -143,7 +143,7 @@ bench:
 
 # lease.leases under a long churn (issue 17): 10,000,000 acquire/release
 # cycles on 1,000 names, then on 100,000, the table sampled every 500,000
-# cycles (bench/results/soak-NAMES/soak.md and soak.png). About 35 minutes
+# cycles (bench/results/soak-NAMES/soak.md and soak.png). About 30 minutes
 # each on 2 CPUs.
 SOAK_CYCLES ?= 10000000
 soak-storage:

@@ -19,6 +19,8 @@ SELECT e.extname, e.extversion, e.extowner::regrole AS extension_owner, e.extrel
 SELECT c.relowner = 10 AS bootstrap_superuser_owns,
        (SELECT count(*) FROM aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner) AS grants_to_others
   FROM pg_class AS c WHERE c.oid = 'lease.leases'::regclass;
+-- its storage options: room on each page for HOT updates
+SELECT c.reloptions FROM pg_class AS c WHERE c.oid = 'lease.leases'::regclass;
 SELECT extconfig::regclass[] AS dumped_tables, extcondition FROM pg_extension WHERE extname = 'pg_lease';
 
 -- the functions: SECURITY DEFINER, pinned search_path, volatile, commented

@@ -5,9 +5,10 @@
 
 \echo Use "CREATE EXTENSION pg_lease" to load this file. \quit
 
--- One row per name ever acquired. Rows are never deleted by the API, so the
--- epoch history of a name never goes backwards. owner and expires_at are
--- both set while a lease is held or lapsed and both NULL once released.
+-- One row per name ever acquired. Only purge() deletes rows, and it keeps
+-- the largest epoch it deleted (purge_mark, below), so the epoch history of
+-- a name never goes backwards. owner and expires_at are both set while a
+-- lease is held or lapsed and both NULL once released.
 CREATE TABLE @extschema@.leases (
     name       text        NOT NULL,
     owner      text,
@@ -18,8 +19,12 @@ CREATE TABLE @extschema@.leases (
     CONSTRAINT leases_holder_check CHECK ((owner IS NULL) = (expires_at IS NULL))
 )
 -- Every call rewrites a row without touching its key: with room left on each
--- page the new version stays on the page (a HOT update, no index entry) and
--- the table does not grow however often leases change hands.
+-- page the new version stays on the page (a HOT update, no index entry), and
+-- a later call prunes the old versions. Pruning keeps every version a
+-- snapshot in the database may still see, so while one statement is held up
+-- the busiest pages fill and the next versions go elsewhere: before the
+-- first VACUUM has mapped the free space, to new pages. The table takes on
+-- that room once and then keeps its size (the README's Cost has the soak).
 WITH (fillfactor = 20);
 
 COMMENT ON TABLE @extschema@.leases IS
