@@ -276,8 +276,8 @@ func run(o options) error {
 		return nil
 	}
 	soak, err := soakRun(ctx, systems[2], admin, o.names, o.soak, o.every, func(x SoakSample) {
-		say("soak: %d cycles: table %d kB, index %d kB, %d dead, %d of %d updates not HOT, snapshot held up to %s, %d autovacuums, %d autoanalyzes",
-			x.Cycles, x.Table/1024, x.Index/1024, x.Dead, x.Updates-x.HOTs, x.Updates, x.Snapshot.Round(time.Millisecond), x.Autovacuums, x.Autoanalyzes)
+		say("soak: %d cycles: table %d kB, index %d kB, %d dead, %d of %d updates not HOT, snapshot held up to %s (%s), %d autovacuums, %d autoanalyzes",
+			x.Cycles, x.Table/1024, x.Index/1024, x.Dead, x.Updates-x.HOTs, x.Updates, x.Snapshot.Round(time.Millisecond), x.Holder, x.Autovacuums, x.Autoanalyzes)
 	})
 	if err != nil {
 		return fmt.Errorf("soak: %w", err)

@@ -304,6 +304,10 @@ type SoakSample struct {
 	// snapshot, polled every 100 ms since the last sample. Pruning keeps
 	// every row version such a snapshot may see.
 	Snapshot time.Duration
+	// Holder says what that session was: its backend type, the start of
+	// its query, and the wait events the polls saw it in ("none": it was
+	// on a CPU or waiting for one).
+	Holder string
 }
 
 // Growth is the table's size at the end over its size at the first sample.
@@ -395,7 +399,7 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		n = min(n, total-done)
 		start := time.Now()
 		stop, longest := make(chan struct{}), make(chan error, 1)
-		var held time.Duration
+		var held snapshotHold
 		go func() { longest <- watchSnapshots(ctx, admin, stop, &held) }()
 		err := run(done, n)
 		close(stop)
@@ -408,7 +412,7 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 		if err != nil {
 			return out, err
 		}
-		x.Cycles, x.Snapshot = done, held
+		x.Cycles, x.Snapshot, x.Holder = done, held.longest, held.holder()
 		x.Updates -= base.Updates
 		x.HOTs -= base.HOTs
 		x.Autovacuums -= base.Autovacuums
@@ -421,25 +425,66 @@ func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every
 	return out, nil
 }
 
-// watchSnapshots polls every 100 ms, until stop is closed, how long the
-// oldest transaction of the database that holds a snapshot (other than the
-// poll's own) has been open, and keeps the longest in *held.
-func watchSnapshots(ctx context.Context, admin *pgx.Conn, stop <-chan struct{}, held *time.Duration) error {
+// snapshotHold is what watchSnapshots saw: the longest-held snapshot, and
+// the session that held it.
+type snapshotHold struct {
+	longest time.Duration
+	who     string   // backend type and the start of its query
+	waits   []string // the wait events it was seen in, in order, once each
+	pid     int32    // the transaction holding it: pid and start
+	since   time.Time
+}
+
+func (h *snapshotHold) holder() string {
+	if h.who == "" {
+		return ""
+	}
+	return h.who + "; waits: " + strings.Join(h.waits, ", ")
+}
+
+// watchSnapshots polls every 100 ms, until stop is closed, which session of
+// the database (other than its own) has held a snapshot longest, and keeps
+// in held the longest seen: for how long (since its transaction began), who
+// it was, and the wait events it was seen in.
+func watchSnapshots(ctx context.Context, admin *pgx.Conn, stop <-chan struct{}, held *snapshotHold) error {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	var cur snapshotHold // the oldest transaction the last poll saw
 	for {
 		select {
 		case <-stop:
 			return nil
 		case <-t.C:
 		}
-		var us int64
-		if err := admin.QueryRow(ctx, `SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start) * 1e6), 0)::bigint
+		var (
+			pid         int32
+			since       time.Time
+			us          int64
+			who, waited string
+		)
+		err := admin.QueryRow(ctx, `SELECT pid, xact_start, (extract(epoch FROM clock_timestamp() - xact_start) * 1e6)::bigint,
+		        backend_type || ': ' || coalesce(left(regexp_replace(query, '\s+', ' ', 'g'), 40), ''),
+		        coalesce(wait_event_type || ':' || wait_event, 'none')
 		   FROM pg_stat_activity
-		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&us); err != nil {
+		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
+		  ORDER BY xact_start LIMIT 1`).Scan(&pid, &since, &us, &who, &waited)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("polling pg_stat_activity: %w", err)
 		}
-		*held = max(*held, time.Duration(us)*time.Microsecond)
+		if pid != cur.pid || !since.Equal(cur.since) {
+			cur = snapshotHold{pid: pid, since: since, who: who}
+		}
+		cur.longest = time.Duration(us) * time.Microsecond
+		if !slices.Contains(cur.waits, waited) {
+			cur.waits = append(cur.waits, waited)
+		}
+		if cur.longest > held.longest {
+			*held = cur
+			held.waits = slices.Clone(cur.waits)
+		}
 	}
 }
 
