@@ -24,7 +24,9 @@ CREATE TABLE @extschema@.leases (
 -- snapshot in the database may still see, so while one statement is held up
 -- the busiest pages fill and the next versions go elsewhere: before the
 -- first VACUUM has mapped the free space, to new pages. The table takes on
--- that room once and then keeps its size (the README's Cost has the soak).
+-- the room its longest such stall needs and keeps it; a lower fillfactor
+-- doubles every table and did not prevent that (the README's Cost has the
+-- soaks).
 WITH (fillfactor = 20);
 
 COMMENT ON TABLE @extschema@.leases IS
