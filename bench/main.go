@@ -33,6 +33,7 @@ type options struct {
 	soak     int           // cycles of the soak
 	names    int           // names of the soak
 	every    int           // the soak samples the table every this many cycles
+	clients  int           // the soak's clients
 	handoff  int           // hand-offs measured
 	majors   []int         // the headline runs on each
 	rounds   int           // the headline's rounds per major
@@ -59,6 +60,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the headline per major (default 3; 1 with -quick)")
 	flag.IntVar(&o.soak, "soak", 0, "acquire/release cycles of the soak (default 1,000,000; 20,000 with -quick)")
 	flag.IntVar(&o.names, "soak-names", 1000, "names the soak cycles over")
+	flag.IntVar(&o.clients, "soak-clients", 8, "clients the soak runs (8: more backends than this machine's CPUs)")
 	flag.IntVar(&o.every, "soak-every", 0, "cycles between the soak's samples of the table (default 500,000; 10,000 with -quick)")
 	flag.Parse()
 	o.phase, o.handoff = 5*time.Second, 200
@@ -89,8 +91,8 @@ func main() {
 	if o.every == 0 {
 		o.every = every
 	}
-	if o.soak < 10_000 || o.names < 1 || o.every < 1 || o.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -soak must be at least 10,000 (the first sample), -soak-names, -soak-every and -rounds positive")
+	if o.soak < 10_000 || o.names < 1 || o.every < 1 || o.clients < 1 || o.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -soak must be at least 10,000 (the first sample), -soak-names, -soak-every, -soak-clients and -rounds positive")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -275,7 +277,7 @@ func run(o options) error {
 	if !o.wants("soak") {
 		return nil
 	}
-	soak, err := soakRun(ctx, systems[2], admin, o.names, o.soak, o.every, func(x SoakSample) {
+	soak, err := soakRun(ctx, systems[2], admin, o.names, o.clients, o.soak, o.every, func(x SoakSample) {
 		say("soak: %d cycles: table %d kB, index %d kB, %d dead, %d of %d updates not HOT, snapshot held up to %s (%s), %d autovacuums, %d autoanalyzes",
 			x.Cycles, x.Table/1024, x.Index/1024, x.Dead, x.Updates-x.HOTs, x.Updates, x.Snapshot.Round(time.Millisecond), x.Holder, x.Autovacuums, x.Autoanalyzes)
 	})

@@ -117,8 +117,8 @@ func soakReport(soak Soak, env []string) string {
 // autoanalyze runs at every sample.
 func soakSection(soak Soak) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Soak: %d acquire/release cycles on %d names (pg_lease, sync off, 8 clients, autovacuum at the server's defaults, %s)\n\n",
-		soak.Cycles, soak.Names, soak.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "## Soak: %d acquire/release cycles on %d names (pg_lease, sync off, %d clients, autovacuum at the server's defaults, %s)\n\n",
+		soak.Cycles, soak.Names, soak.Clients, soak.Elapsed.Round(time.Second))
 	if soak.Options != "" {
 		fmt.Fprintf(&b, "lease.leases has %s.\n\n", soak.Options)
 	}

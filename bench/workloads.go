@@ -287,6 +287,7 @@ func serverCPU(cs []Client) time.Duration {
 // sample after the first 10,000 cycles, then every Every cycles.
 type Soak struct {
 	Cycles, Names, Every int
+	Clients              int
 	Options              string // lease.leases' storage options (reloptions)
 	Elapsed              time.Duration
 	Samples              []SoakSample
@@ -327,16 +328,16 @@ func (s Soak) String() string {
 		s.Cycles, s.Names, s.Elapsed.Round(time.Second), a.Table, z.Table, s.Growth(), a.Index, z.Index, z.Dead, z.Updates-z.HOTs, z.Updates, z.Autovacuums, z.Autoanalyzes)
 }
 
-// soakRun runs total acquire/release cycles (8 clients) on names of its
-// own, after one cycle on each name so that every row exists, sampling
-// the table after 10,000 cycles and then every every cycles.
-func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, total, every int, progress func(SoakSample)) (Soak, error) {
-	out := Soak{Cycles: total, Names: names, Every: every}
+// soakRun runs total acquire/release cycles, shared among clients
+// connections, on names of its own, after one cycle on each name so that
+// every row exists, sampling the table after 10,000 cycles and then every
+// every cycles.
+func soakRun(ctx context.Context, s System, admin *pgx.Conn, names, clients, total, every int, progress func(SoakSample)) (Soak, error) {
+	out := Soak{Cycles: total, Names: names, Every: every, Clients: clients}
 	keys := make([]string, names)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("soak-%07d", i)
 	}
-	const clients = 8
 	// run makes n cycles, shared among the clients, from cycle offset on
 	run := func(offset, n int) error {
 		var wg sync.WaitGroup
@@ -466,7 +467,7 @@ func watchSnapshots(ctx context.Context, admin *pgx.Conn, stop <-chan struct{}, 
 		        backend_type || ': ' || coalesce(left(regexp_replace(query, '\s+', ' ', 'g'), 40), ''),
 		        coalesce(wait_event_type || ':' || wait_event, 'none')
 		   FROM pg_stat_activity
-		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
+		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
 		  ORDER BY xact_start LIMIT 1`).Scan(&pid, &since, &us, &who, &waited)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
