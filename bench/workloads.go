@@ -464,7 +464,7 @@ func watchSnapshots(ctx context.Context, admin *pgx.Conn, stop <-chan struct{}, 
 			who, waited string
 		)
 		err := admin.QueryRow(ctx, `SELECT pid, xact_start, (extract(epoch FROM clock_timestamp() - xact_start) * 1e6)::bigint,
-		        backend_type || ': ' || coalesce(left(regexp_replace(query, '\s+', ' ', 'g'), 40), ''),
+		        backend_type || ': ' || coalesce(left(regexp_replace(query, '\s+', ' ', 'g'), 64), ''),
 		        coalesce(wait_event_type || ':' || wait_event, 'none')
 		   FROM pg_stat_activity
 		  WHERE datname = current_database() AND backend_xmin IS NOT NULL AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
