@@ -131,13 +131,16 @@ func soakSection(soak Soak) string {
 		prev = x
 	}
 	fmt.Fprintf(&b, "\nTable growth from the first row to the last: %.2f×.\n\n", soak.Growth())
-	b.WriteString("The session that held the longest snapshot of each row (its wait events as 100 ms polls saw them; none: on a CPU or waiting for one):\n\n")
+	heading := "The session that held the longest snapshot of each row (its wait events as 100 ms polls saw them; none: on a CPU or waiting for one):\n\n"
 	for _, x := range soak.Samples {
 		if x.Holder != "" {
-			fmt.Fprintf(&b, "- %d cycles, %s: %s\n", x.Cycles, x.Snapshot.Round(time.Millisecond), x.Holder)
+			fmt.Fprintf(&b, "%s- %d cycles, %s: %s\n", heading, x.Cycles, x.Snapshot.Round(time.Millisecond), x.Holder)
+			heading = ""
 		}
 	}
-	b.WriteString("\n")
+	if heading == "" {
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
