@@ -90,7 +90,7 @@ func TestBadUsage(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
-	if code != ExitOK || !strings.Contains(out, "pg_lease 0.2.0 for PostgreSQL 14,15,16,17,18") {
+	if code != ExitOK || !strings.Contains(out, "pg_lease 0.2.0 for PostgreSQL "+model.PgLease.MajorList()) {
 		t.Errorf("exit %d, %q", code, out)
 	}
 }
@@ -155,7 +155,7 @@ func TestTestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"test"}, "say where to test"},
-		{[]string{"test", "--pg", "13"}, `unsupported PostgreSQL major "13": use one of 14,15,16,17,18 or all`},
+		{[]string{"test", "--pg", "13"}, `unsupported PostgreSQL major "13": use one of ` + model.PgLease.MajorList() + ` or all`},
 		{[]string{"test", "--pg", "17", "--local"}, "none of the others can be"},
 		{[]string{"test", "--pg", "17", "--jobs", "0"}, "--jobs must be at least 1"},
 		{[]string{"test", "--pg", "16,99", "--image", "pglease/postgres"}, "unsupported PostgreSQL major \"99\""},
@@ -217,14 +217,15 @@ func TestBuildWritesPackages(t *testing.T) {
 			t.Errorf("%s: %v, size %d, listed %d", a.Path, err, len(b), a.Size)
 		}
 	}
-	want := map[string]int{"tarball": 1, "spec": 1, "srpm": 5, "rpm": 10, "repodata": 2, "deb": 5, "apt-release": 1, "checksums": 1}
+	n := len(model.PgLease.Majors)
+	want := map[string]int{"tarball": 1, "spec": 1, "srpm": n, "rpm": 2 * n, "repodata": 2, "deb": n, "apt-release": 1, "checksums": 1}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("artifacts %v, want %v", kinds, want)
 	}
 	if doc.Builder != "go" || doc.Epoch != model.Packages.Released().Unix() {
 		t.Errorf("builder %q, epoch %d", doc.Builder, doc.Epoch)
 	}
-	if !strings.Contains(errs, "repository el9.aarch64: 5 packages") {
+	if !strings.Contains(errs, fmt.Sprintf("repository el9.aarch64: %d packages", n)) {
 		t.Errorf("progress missing from stderr:\n%s", errs)
 	}
 }

@@ -46,7 +46,7 @@ func newTest() *cobra.Command {
 	c := &testCmd{}
 	cmd := &cobra.Command{
 		Use:   "test (--pg MAJORS | --local)",
-		Short: "Run the pg_regress and isolation suites on PostgreSQL 14-18 in Docker, or locally",
+		Short: "Run the pg_regress and isolation suites on PostgreSQL " + model.PgLease.MajorRange() + " in Docker, or locally",
 		Long: "With --pg, run both suites inside Docker for each major: a container from\n" +
 			"IMAGE:MAJOR with no network, the rendered extension copied into the server's\n" +
 			"extension directory, a throwaway server on a unix socket, pg_regress and\n" +

@@ -56,6 +56,7 @@ func checkInvocation(sub string, args []string) string {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		name = strings.TrimRight(name, `)"'`) // the end of $(...) or of a quoted command
 		if cmd.Flags().Lookup(name) == nil {
 			return "pglease-gen " + sub + " has no flag --" + name
 		}

@@ -22,6 +22,7 @@ type Member struct {
 	Size         int64
 	MTime        int64
 	Body         []byte
+	Link         string // a symbolic or hard link's target
 }
 
 // Archive is a deb taken apart: its ar members in order, and the entries
@@ -123,6 +124,6 @@ func readTar(b []byte, isXZ bool) ([]Member, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Member{h.Name, h.Mode, h.Typeflag, h.Uid, h.Gid, h.Uname, h.Gname, h.Size, h.ModTime.Unix(), body})
+		out = append(out, Member{h.Name, h.Mode, h.Typeflag, h.Uid, h.Gid, h.Uname, h.Gname, h.Size, h.ModTime.Unix(), body, h.Linkname})
 	}
 }

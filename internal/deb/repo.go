@@ -120,6 +120,10 @@ func Sources(pkg model.Packaging, source, uri string, key []byte) []byte {
 	return []byte(b.String())
 }
 
+// ControlField is the value of a single-line field of a control file
+// ("" when it has none).
+func ControlField(control []byte, name string) string { return controlField(control, name) }
+
 // controlField is the value of a single-line field of a control file.
 func controlField(control []byte, name string) string {
 	for _, l := range strings.Split(string(control), "\n") {

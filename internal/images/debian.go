@@ -32,16 +32,12 @@ const DebianRepository = "pglease/debian"
 // AptStandin is where the image's local apt repository sits.
 const AptStandin = "/srv/debian-standin"
 
-// debianShips are the majors whose server package Debian itself ships,
-// with the release that ships it: their images are that release with
-// Debian's own postgresql-N.
-var debianShips = map[int]string{15: "bookworm", 17: "trixie", 18: "sid"}
-
-// aptFor is how this machine's apt looks at a Debian release: a private
+// aptFor is how this machine's apt looks at a Debian release (and the
+// suite its PostgreSQL packages come from, if another): a private
 // configuration and state under the cache, its package lists fetched once
 // per hour at most. The options make apt-get and apt-cache use it.
-func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
-	dir := aptDir(o, suite)
+func aptFor(ctx context.Context, o Options, src DebianSource) ([]string, error) {
+	dir := aptDir(o, src)
 	for _, d := range []string{"lists/partial", "archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
@@ -52,9 +48,15 @@ func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
 	// as a Debian host is set up (the security archive sits beside the main
 	// one: deb.debian.org/debian-security)
 	key := "[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"
+	suite := src.Suite
 	lines := fmt.Sprintf("deb %s %s %s main\n", key, o.Mirror, suite)
 	if suite != "sid" {
 		lines += fmt.Sprintf("deb %s %s %s-updates main\ndeb %s %s-security %s-security main\n", key, o.Mirror, suite, key, o.Mirror, suite)
+	}
+	if src.Pocket != "" {
+		// experimental is NotAutomatic: apt takes nothing from it unless a
+		// package is asked for at one of its versions (the pinned ones)
+		lines += fmt.Sprintf("deb %s %s %s main\n", key, o.Mirror, src.Pocket)
 	}
 	if err := os.WriteFile(list, []byte(lines), 0o644); err != nil {
 		return nil, err
@@ -76,27 +78,60 @@ func aptFor(ctx context.Context, o Options, suite string) ([]string, error) {
 	}
 	out, err := exec.CommandContext(ctx, "apt-get", append(opts, "-qq", "update")...).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("apt-get update for %s: %w\n%s", suite, err, out)
+		return nil, fmt.Errorf("apt-get update for %s: %w\n%s", src, err, out)
 	}
 	return opts, os.WriteFile(stamp, nil, 0o644)
 }
 
-// debianVersion is the version of a package in a Debian release.
-func debianVersion(ctx context.Context, o Options, suite, name string) (string, error) {
-	opts, err := aptFor(ctx, o, suite)
+// String names the source as apt sees it: sid, or sid+experimental.
+func (s DebianSource) String() string {
+	if s.Pocket == "" {
+		return s.Suite
+	}
+	return s.Suite + "+" + s.Pocket
+}
+
+// debianVersion is the version of a major's server package that src
+// gives: its pin, checked to be there, or the release's current one.
+func debianVersion(ctx context.Context, o Options, src DebianSource, name string) (string, error) {
+	opts, err := aptFor(ctx, o, src)
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.CommandContext(ctx, "apt-cache", append(opts, "show", "--no-all-versions", name)...).Output()
+	want := name
+	if src.Version != "" {
+		want = name + "=" + src.Version
+	}
+	out, err := exec.CommandContext(ctx, "apt-cache", append(opts, "show", "--no-all-versions", want)...).Output()
 	if err != nil {
-		return "", fmt.Errorf("apt-cache show %s in %s: %w", name, suite, err)
+		if src.Version != "" {
+			return "", fmt.Errorf("Debian (%s) no longer offers %s %s: move the pin in internal/images/servers.go (apt-cache policy %s shows what it has): %w",
+				src, name, src.Version, name, err)
+		}
+		return "", fmt.Errorf("apt-cache show %s in %s: %w", name, src, err)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(l, "Version: "); ok {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("apt-cache show %s in %s: no version", name, suite)
+	return "", fmt.Errorf("apt-cache show %s in %s: no version", name, src)
+}
+
+// pinned are the packages to install, at version v, for a major's server
+// from src: the server package, and from a pocket also the client and the
+// libpq5 of the same source, which apt would otherwise take from Suite.
+func (s DebianSource) pinned(major int, v string) []string {
+	want := []string{model.DebServerPackage(major) + "=" + v}
+	if s.Pocket != "" {
+		want = append(want, fmt.Sprintf("postgresql-client-%d=%s", major, v), "libpq5="+v)
+	}
+	return want
+}
+
+// source is the recipe's Debian source.
+func (r recipe) source() DebianSource {
+	return DebianSource{Suite: r.Suite, Pocket: r.Pocket, Version: debianShips[r.Server.Major].Version}
 }
 
 // officialNodes are the layer of the matrix images (pglease/postgres:N):
@@ -119,9 +154,9 @@ func officialRun(r recipe) string {
 	}
 	return fmt.Sprintf("DEBIAN_FRONTEND=noninteractive apt-get -q -o APT::Sandbox::User=root update && "+
 		"DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends -o Dpkg::Options::=--force-confold "+
-		"-o APT::Sandbox::User=root install %s=%s && "+
+		"-o APT::Sandbox::User=root install %s && "+
 		"rm -rf %s /etc/apt/sources.list.d/debian-standin.list /var/lib/apt/lists/* /var/cache/apt/*.bin",
-		model.DebServerPackage(r.Server.Major), r.Debian, AptStandin)
+		strings.Join(r.source().pinned(r.Server.Major, r.Debian), " "), AptStandin)
 }
 
 // debianNodes are the local apt repository (its debs, indexes and list
@@ -132,7 +167,7 @@ func debianNodes(b env, r recipe) ([]node, error) {
 	var debs map[string][]byte
 	var err error
 	if r.Debian != "" {
-		debs, err = debianDebs(b, r.Suite, model.DebServerPackage(major)+"="+r.Debian)
+		debs, err = debianDebs(b, r.source(), r.source().pinned(major, r.Debian)...)
 	} else {
 		debs, err = standinDeb(b, r)
 	}
@@ -185,8 +220,8 @@ func standinDeb(b env, r recipe) (map[string][]byte, error) {
 // debianDebs downloads, with this machine's apt, the Debian packages that
 // installing want into the base image needs: want and each dependency the
 // image does not have (apt reads the image's own dpkg status).
-func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
-	key := suite + " " + want
+func debianDebs(b env, src DebianSource, want ...string) (debs map[string][]byte, err error) {
+	key := b.baseRef + " " + src.String() + " " + strings.Join(want, " ")
 	if d, ok := b.debs[key]; ok {
 		return d, nil
 	}
@@ -195,7 +230,7 @@ func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
 			b.debs[key] = debs
 		}
 	}()
-	opts, err := aptFor(b.ctx, b.o, suite)
+	opts, err := aptFor(b.ctx, b.o, src)
 	if err != nil {
 		return nil, err
 	}
@@ -203,13 +238,13 @@ func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := aptDir(b.o, suite)
+	dir := aptDir(b.o, src)
 	statusFile := filepath.Join(dir, "base.status")
 	if err := os.WriteFile(statusFile, status, 0o644); err != nil {
 		return nil, err
 	}
 	opts = append(opts, "-o", "Dir::State::status="+statusFile) // the last one counts
-	b.say("downloading %s from %s and what the base image lacks for it, with apt", want, suite)
+	b.say("downloading %s from %s and what the base image lacks for it, with apt", strings.Join(want, " "), src)
 	// apt leaves out of --print-uris what its archive directory already
 	// holds: ask with an empty one, so the list is complete
 	empty, err := os.MkdirTemp("", "pglease-apt-")
@@ -218,8 +253,8 @@ func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
 	}
 	defer os.RemoveAll(empty)
 	os.Mkdir(filepath.Join(empty, "partial"), 0o755)
-	out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, "-o", "Dir::Cache::archives="+empty,
-		"install", "--download-only", "--print-uris", "-y", "-qq", "--no-install-recommends", want)...).CombinedOutput()
+	install := append([]string{"install", "--download-only", "-y", "-qq", "--no-install-recommends"}, want...)
+	out, err := exec.CommandContext(b.ctx, "apt-get", append(append(opts, "-o", "Dir::Cache::archives="+empty, "--print-uris"), install...)...).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("apt-get install --print-uris %s: %w\n%s", want, err, out)
 	}
@@ -234,7 +269,7 @@ func debianDebs(b env, suite, want string) (debs map[string][]byte, err error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("apt-get names no package to download for %s:\n%s", want, out)
 	}
-	if out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, "install", "--download-only", "-y", "-qq", "--no-install-recommends", want)...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(b.ctx, "apt-get", append(opts, install...)...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("apt-get install --download-only %s: %w\n%s", want, err, out)
 	}
 	debs = map[string][]byte{}
@@ -275,8 +310,12 @@ func untarOne(b []byte) ([]byte, error) {
 	}
 }
 
-// aptDir holds apt's private state for a release and architecture.
-func aptDir(o Options, suite string) string {
+// aptDir holds apt's private state for a source and architecture.
+func aptDir(o Options, src DebianSource) string {
+	suite := src.Suite
+	if src.Pocket != "" {
+		suite += "+" + src.Pocket
+	}
 	if o.Arch == firstArch {
 		return filepath.Join(o.CacheDir, "apt-"+suite)
 	}

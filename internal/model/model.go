@@ -43,7 +43,7 @@ var PgLease = Extension{
 	},
 	Schema:       "lease",
 	Comment:      "expiring ownership of named resources with fencing epochs",
-	Majors:       []int{14, 15, 16, 17, 18},
+	Majors:       []int{14, 15, 16, 17, 18, 19},
 	PollInterval: "10ms",
 	MaxTextBytes: 1024,
 	License:      "PostgreSQL",
@@ -151,6 +151,9 @@ func (e Extension) MajorList() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// MajorRange is the supported majors as "14-19".
+func (e Extension) MajorRange() string { return fmt.Sprintf("%d-%d", e.MinMajor(), e.MaxMajor()) }
 
 // PGXNLicense is the license as PGXN's META.json names it (its meta spec
 // has its own short names for the common licenses).

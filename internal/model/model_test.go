@@ -15,14 +15,14 @@ func TestParseMajors(t *testing.T) {
 		{"17", []int{17}},
 		{"16,14", []int{14, 16}},
 		{" 15 , 15 ", []int{15}},
-		{"all", []int{14, 15, 16, 17, 18}},
+		{"all", []int{14, 15, 16, 17, 18, 19}},
 	} {
 		got, err := e.ParseMajors(tc.in)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("ParseMajors(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "13", "19", "x", "14,", "all,14"} {
+	for _, bad := range []string{"", "13", "20", "x", "14,", "all,14"} {
 		if _, err := e.ParseMajors(bad); err == nil {
 			t.Errorf("ParseMajors(%q) accepted", bad)
 		}
@@ -33,7 +33,7 @@ func TestNames(t *testing.T) {
 	if PgLease.ScriptFile() != "pg_lease--0.2.0.sql" || PgLease.ControlFile() != "pg_lease.control" {
 		t.Errorf("file names: %s %s", PgLease.ScriptFile(), PgLease.ControlFile())
 	}
-	if PgLease.MinMajor() != 14 || PgLease.MaxMajor() != 18 {
+	if PgLease.MinMajor() != 14 || PgLease.MaxMajor() != 19 {
 		t.Errorf("majors: %d..%d", PgLease.MinMajor(), PgLease.MaxMajor())
 	}
 }

@@ -5,5 +5,5 @@ EXTVERSION = 0.2.0
 EXTSCRIPTS = pg_lease--0.1.0.sql pg_lease--0.2.0.sql pg_lease--0.1.0--0.2.0.sql
 EXTCONTROL = pg_lease.control
 PG_MIN_MAJOR = 14
-PG_MAX_MAJOR = 18
-PG_MAJORS = 14 15 16 17 18
+PG_MAX_MAJOR = 19
+PG_MAJORS = 14 15 16 17 18 19
