@@ -26,9 +26,25 @@ func Report(w io.Writer, results []MajorResult) {
 		}
 	}
 	fmt.Fprintln(w)
+	// the columns are as wide as their longest entry, so that the rows
+	// line up whatever the versions are (Debian's long form included)
+	serverW, machineW, countsW := 0, 0, 0
+	counts := make([]string, len(results))
+	for i, r := range results {
+		if r.Skipped != "" || r.Err != nil {
+			continue
+		}
+		rp, rf := r.Result.Count(suite.Regress)
+		ip, iff := r.Result.Count(suite.Isolation)
+		up, uf := r.Result.Count(suite.Update)
+		counts[i] = fmt.Sprintf("regress %d/%d, isolation %d/%d, update %d/%d", rp, rp+rf, ip, ip+iff, up, up+uf)
+		serverW = max(serverW, len("PostgreSQL "+r.Server))
+		machineW = max(machineW, len(r.Machine))
+		countsW = max(countsW, len(counts[i]))
+	}
 	passed, failed, skipped := 0, 0, 0
 	var majors []string
-	for _, r := range results {
+	for i, r := range results {
 		majors = append(majors, strconv.Itoa(r.Major))
 		status := "ok    "
 		switch {
@@ -43,14 +59,11 @@ func Report(w io.Writer, results []MajorResult) {
 			status = "FAILED"
 		}
 		if r.Err != nil {
-			fmt.Fprintf(w, "%-5s %s %-10s %s   %5.1fs\n", r.Key(), status, "", firstLine(r.Err.Error()), r.Took.Seconds())
+			fmt.Fprintf(w, "%-5s %s %s   %5.1fs\n", r.Key(), status, firstLine(r.Err.Error()), r.Took.Seconds())
 			continue
 		}
-		rp, rf := r.Result.Count(suite.Regress)
-		ip, iff := r.Result.Count(suite.Isolation)
-		up, uf := r.Result.Count(suite.Update)
-		fmt.Fprintf(w, "%-5s %s PostgreSQL %-6s %-8s regress %d/%d, isolation %d/%d, update %d/%d   %5.1fs   %s\n",
-			r.Key(), status, r.Server, r.Machine, rp, rp+rf, ip, ip+iff, up, up+uf, r.Took.Seconds(), r.Version)
+		fmt.Fprintf(w, "%-5s %s %-*s  %-*s  %-*s  %6.1fs   %s\n",
+			r.Key(), status, serverW, "PostgreSQL "+r.Server, machineW, r.Machine, countsW, counts[i], r.Took.Seconds(), r.Version)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped (PostgreSQL %s)\n", passed, failed, skipped, strings.Join(majors, ", "))
 }
@@ -62,7 +75,7 @@ func JUnit(results []MajorResult) []junit.Suite {
 	var out []junit.Suite
 	for _, r := range results {
 		for _, k := range suite.Reported {
-			s := junit.Suite{Name: r.Key() + "." + string(k), Skipped: r.Skipped}
+			s := junit.Suite{Name: r.Key() + "." + string(k), Skipped: r.Skipped, Properties: r.properties()}
 			if r.Err != nil && len(r.Result.Cases) == 0 {
 				s.Error = r.Err.Error()
 			}
@@ -84,4 +97,16 @@ func JUnit(results []MajorResult) []junit.Suite {
 		}
 	}
 	return out
+}
+
+// properties say which build of the major the suites ran on: the image
+// and what the server reported (PostgreSQL 19rc1 (Debian 19~rc1-1), say).
+func (r MajorResult) properties() []junit.Property {
+	var ps []junit.Property
+	for _, p := range []junit.Property{{"image", r.Image}, {"server_version", r.Server}, {"version", r.Version}, {"machine", r.Machine}} {
+		if p.Value != "" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }

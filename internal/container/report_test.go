@@ -43,3 +43,33 @@ func TestReportCountsSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestReportAligns: rows whose servers report versions of different
+// lengths (Debian's long form, a release candidate) still line up.
+func TestReportAligns(t *testing.T) {
+	passed := suite.Result{Cases: []suite.Case{{Kind: suite.Regress, Name: "api", Passed: true}}}
+	results := []MajorResult{
+		{Major: 14, Server: "14.22", Machine: "x86_64", Version: "PostgreSQL 14.22", Took: time.Second, Result: passed},
+		{Major: 15, Server: "15.20 (Debian 15.20-0+deb12u1)", Machine: "x86_64", Version: "PostgreSQL 15.20", Took: time.Second, Result: passed},
+		{Major: 19, Server: "19rc1 (Debian 19~rc1-1)", Machine: "aarch64", Version: "PostgreSQL 19rc1", Took: 12 * time.Second, Result: passed},
+	}
+	var out bytes.Buffer
+	Report(&out, results)
+	col, timeEnd := -1, -1
+	for _, l := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(l, "pg") {
+			continue
+		}
+		// the counts and the time column start where the first row's do
+		i := strings.Index(l, "regress")
+		if col == -1 {
+			col, timeEnd = i, strings.Index(l, "s   PostgreSQL")
+		}
+		if end := strings.Index(l, "s   PostgreSQL"); i != col || i < 0 || end != timeEnd && timeEnd != -1 {
+			t.Errorf("rows do not line up (regress at %d, first row at %d):\n%s", i, col, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "PostgreSQL 19rc1 (Debian 19~rc1-1)") {
+		t.Errorf("the release candidate is not named as such:\n%s", out.String())
+	}
+}

@@ -17,7 +17,13 @@ type Suite struct {
 	Error string
 	// Skipped, when set, says why the suite was not run.
 	Skipped string
+	// Properties describe where it ran (the server's version, say), in
+	// the order given.
+	Properties []Property
 }
+
+// Property is one name and value of a suite's <properties>.
+type Property struct{ Name, Value string }
 
 // Case is one test.
 type Case struct {
@@ -38,13 +44,23 @@ type xmlSuites struct {
 }
 
 type xmlSuite struct {
-	Name     string    `xml:"name,attr"`
-	Tests    int       `xml:"tests,attr"`
-	Failures int       `xml:"failures,attr"`
-	Errors   int       `xml:"errors,attr"`
-	Skipped  int       `xml:"skipped,attr"`
-	Time     string    `xml:"time,attr"`
-	Cases    []xmlCase `xml:"testcase"`
+	Name       string         `xml:"name,attr"`
+	Tests      int            `xml:"tests,attr"`
+	Failures   int            `xml:"failures,attr"`
+	Errors     int            `xml:"errors,attr"`
+	Skipped    int            `xml:"skipped,attr"`
+	Time       string         `xml:"time,attr"`
+	Properties *xmlProperties `xml:"properties,omitempty"`
+	Cases      []xmlCase      `xml:"testcase"`
+}
+
+type xmlProperties struct {
+	Property []xmlProperty `xml:"property"`
+}
+
+type xmlProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type xmlCase struct {
@@ -70,6 +86,12 @@ func Write(w io.Writer, suites []Suite) error {
 	var total time.Duration
 	for _, s := range suites {
 		xs := xmlSuite{Name: s.Name}
+		if len(s.Properties) > 0 {
+			xs.Properties = &xmlProperties{}
+			for _, p := range s.Properties {
+				xs.Properties.Property = append(xs.Properties.Property, xmlProperty{p.Name, p.Value})
+			}
+		}
 		var st time.Duration
 		if s.Error != "" {
 			xs.Errors++
