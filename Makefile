@@ -7,10 +7,10 @@
 #                             running server (PGHOST, PGPORT, PGUSER as usual)
 #   make test                 everything CI runs: installs what is missing
 #                             (packages, Docker engine, local images), then the
-#                             Go tests, then both suites on PostgreSQL 14-18 in
-#                             Docker (pglease-gen test --pg all)
-#   make images               build the local images pglease/postgres:14..18,
-#                             pglease/el9:14..18 and pglease/debian:14..18
+#                             Go tests, then both suites on every supported
+#                             major in Docker (pglease-gen test --pg all)
+#   make images               build the local images pglease/postgres:N,
+#                             pglease/el9:N and pglease/debian:N of every major
 #   make soak [DURATION=10m]  the stress test with its history checker
 #   make fuzz [FUZZTIME=30000x] fuzz every argument against a live server (calls, or a duration)
 #   make bench                pg_lease against a floor and peers; writes
@@ -28,7 +28,7 @@
 #                             qemu: both suites and the dnf install proof on
 #                             PostgreSQL $(ARM64_CI_PG) in arm64 containers
 #   make matrix-arm64         all of it on arm64: images, both suites, the dnf
-#                             and apt proofs on every major arm64 has (15-18)
+#                             and apt proofs on every major arm64 has (15 and up)
 #   make docker               install and start a Docker engine if none answers
 #   make results              copy the last suite results over the expected
 #                             files, for a human to review with git diff
@@ -195,7 +195,7 @@ deb-proof: signed-dist
 
 # arm64 under qemu's emulation. The bounded check takes one major whose
 # arm64 images need only the one arm64 root file system (16 comes from the
-# pinned npm build; 15, 17 and 18 install Debian's own packages, emulated),
+# pinned npm build; 15, 17, 18 and 19 install Debian's own packages, emulated),
 # and the newest version's suites with the update check (the scripts are
 # pure SQL: the older versions' suites add nothing arm64-specific).
 ARM64_CI_PG ?= 16

@@ -342,3 +342,70 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 		t.Errorf("err = %v; want apt's unmet dependency", rs[0].Err)
 	}
 }
+
+// withTest returns the embedded files plus one regress test of
+// testdata/DIR (NAME.sql, and NAME.out as its expected output when there
+// is one).
+func withTest(t *testing.T, dir, name string) fs.FS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(pglease.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(pglease.Files, p)
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{name + ".sql": "regress/sql/" + name + ".sql", name + ".out": "regress/expected/" + name + ".out"} {
+		b, err := os.ReadFile(filepath.Join("testdata", dir, from))
+		if err != nil {
+			if os.IsNotExist(err) && strings.HasSuffix(from, ".out") {
+				continue
+			}
+			t.Fatal(err)
+		}
+		m[to] = &fstest.MapFile{Data: b, Mode: 0o644}
+	}
+	return m
+}
+
+// TestPostgres19Changes runs testdata/pg19/pg19_changes.sql, what
+// PostgreSQL 19 changed that an extension or its packages touch, beside
+// the newest version's suites: on 19 it passes; on 18 that one test fails
+// (it can still turn standard_conforming_strings off and has no location
+// column), so the expected file shows 19's behaviour, not one every major
+// shares. The update check, also run here, compares named catalog columns
+// only, so 19's new ones do not enter it.
+func TestPostgres19Changes(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	needImages(t, p, 18, 19)
+	src := withTest(t, "pg19", "pg19_changes")
+	for _, major := range []int{19, 18} {
+		results := t.TempDir()
+		o := options(major, src, results)
+		o.NewestOnly = true
+		rs, err := Run(context.Background(), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rs[0]
+		var b bytes.Buffer
+		Report(&b, rs)
+		if r.Err != nil {
+			t.Fatalf("PostgreSQL %d: the suites could not run: %v", major, r.Err)
+		}
+		rp, rf := r.Result.Count(suite.Regress)
+		switch {
+		case major == 19 && !r.Passed():
+			t.Errorf("PostgreSQL 19 (%s): %d regress failed:\n%s", r.Server, rf, b.String())
+		case major == 18 && (rf != 1 || !strings.Contains(r.Result.Diffs[suite.Regress], "pg19_changes")):
+			t.Errorf("PostgreSQL 18: %d of %d regress failed; want exactly pg19_changes:\n%s", rf, rp+rf, b.String())
+		}
+		t.Logf("PostgreSQL %s: regress %d passed, %d failed", r.Server, rp, rf)
+	}
+}
