@@ -103,7 +103,10 @@ func JUnit(results []MajorResult) []junit.Suite {
 // and what the server reported (PostgreSQL 19rc1 (Debian 19~rc1-1), say).
 func (r MajorResult) properties() []junit.Property {
 	var ps []junit.Property
-	for _, p := range []junit.Property{{"image", r.Image}, {"server_version", r.Server}, {"version", r.Version}, {"machine", r.Machine}} {
+	for _, p := range []junit.Property{
+		{Name: "image", Value: r.Image}, {Name: "server_version", Value: r.Server},
+		{Name: "version", Value: r.Version}, {Name: "machine", Value: r.Machine},
+	} {
 		if p.Value != "" {
 			ps = append(ps, p)
 		}
