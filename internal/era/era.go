@@ -1,0 +1,128 @@
+// Package era is the rule by which pg_lease 0.3.0 keeps a fencing epoch
+// from being given twice across promotions, restores and operators'
+// lease.new_era() calls, written small enough to check: the property test
+// runs it over many random histories of grants, era changes, forks and
+// lost tails, and runs weakened rules over the same histories to show that
+// the test finds the repeats they allow. docs/eras.md gives the argument
+// and every assumption; the extension's SQL implements the same rule.
+//
+// An era is identified by three numbers, compared in this order:
+//
+//   - Gen, the cluster generation: one more than the recorded era's
+//     whenever the server's system identifier is not the recorded one
+//     (the data was restored into another cluster);
+//   - TLI, the timeline the server writes on: a promotion, or a recovery
+//     that ends on a new timeline, moves to a higher one;
+//   - N, the operator's lease.new_era() calls on that timeline.
+//
+// Each era owns one band of epochs, Width wide, at a place that grows with
+// (Gen, TLI, N), so that an era that follows another in any line of history
+// has a higher band than every era before it, even those it never saw (a
+// lagging standby never sees its primary's last new_era(), but its own
+// promotion raises TLI, which ranks above N). The era a database is
+// installed in (or updated to 0.3.0 in) owns band 0, so that a name never
+// acquired still starts at epoch 1.
+package era
+
+import (
+	"cmp"
+	"fmt"
+)
+
+// Width is how many epochs one era's band holds.
+const Width int64 = 1 << 32
+
+// The bits of a band number (31 in all, so that (band+1)*Width fits a
+// bigint): Gen above TLI above N.
+const (
+	NBits   = 10
+	TLIBits = 13
+	GenBits = 8
+)
+
+// Era is one era of a database.
+type Era struct {
+	Gen, TLI, N int64
+	// Installed marks the era the extension was installed or updated
+	// in: its band is 0, whatever its numbers.
+	Installed bool
+}
+
+// Compare orders eras by (Gen, TLI, N).
+func Compare(a, b Era) int {
+	return cmp.Or(cmp.Compare(a.Gen, b.Gen), cmp.Compare(a.TLI, b.TLI), cmp.Compare(a.N, b.N))
+}
+
+// Band is the era's band number: epochs Band*Width+1 .. (Band+1)*Width.
+// An era whose numbers do not fit is an error, never a band of another.
+func (e Era) Band() (int64, error) {
+	if e.Installed {
+		return 0, nil
+	}
+	switch {
+	case e.Gen < 0 || e.Gen >= 1<<GenBits:
+		return 0, fmt.Errorf("era generation %d is outside 0..%d", e.Gen, 1<<GenBits-1)
+	case e.TLI < 1 || e.TLI >= 1<<TLIBits:
+		return 0, fmt.Errorf("timeline %d is outside 1..%d", e.TLI, 1<<TLIBits-1)
+	case e.N < 0 || e.N >= 1<<NBits:
+		return 0, fmt.Errorf("lease.new_era() was called %d times on timeline %d; at most %d fit", e.N, e.TLI, 1<<NBits-1)
+	}
+	return e.Gen<<(TLIBits+NBits) | e.TLI<<NBits | e.N, nil
+}
+
+// Server is what a call can see of the server it runs on.
+type Server struct {
+	SystemID int64
+	TLI      int64
+}
+
+// Record is the era a database has recorded, with the server it was
+// recorded on.
+type Record struct {
+	Era    Era
+	Server Server
+}
+
+// Enter is the era a changing call works in: the recorded one while the
+// server is the one it was recorded on; otherwise a new era, of the next
+// generation when the system identifier differs, or on the server's
+// timeline when only that differs.
+func Enter(r Record, s Server) Record {
+	switch {
+	case s == r.Server:
+		return r
+	case s.SystemID != r.Server.SystemID:
+		return Record{Era{Gen: r.Era.Gen + 1, TLI: s.TLI}, s}
+	default:
+		return Record{Era{Gen: r.Era.Gen, TLI: s.TLI}, s}
+	}
+}
+
+// NewEra is lease.new_era(): the next era on the same timeline.
+func NewEra(r Record) Record {
+	e := r.Era
+	e.N++
+	e.Installed = false
+	if r.Era.Installed {
+		// the installation era has N 0 on its timeline; the next one
+		// ranks above it like any other
+		e.N = max(e.N, 1)
+	}
+	return Record{e, r.Server}
+}
+
+// Grant is the epoch of a new holding period of a name whose last epoch
+// was last, granted in band lastBand, in an era of band now: the next
+// epoch in the same band, the first of the era's band when the name was
+// last granted in an earlier band (or never: last 0, lastBand 0). A name
+// that would leave its band is an error.
+func Grant(last, lastBand, now int64) (int64, error) {
+	next := last + 1
+	if lastBand < now {
+		next = max(next, now*Width+1)
+	}
+	if next > (now+1)*Width {
+		return 0, fmt.Errorf("epoch %d would leave band %d: the name has used up its era's %d epochs", next, now, Width)
+	}
+	return next, nil
+}
