@@ -96,12 +96,13 @@ func TestSpecParses(t *testing.T) {
 func TestSpecGuardsTheMajor(t *testing.T) {
 	testenv.Tools(t, "rpmspec")
 	spec := writeSpec(t, build(t, options(PureGo, model.Packages.Released(), 17)))
+	e := model.PgLease
 	for _, tc := range []struct {
 		define, want string
 	}{
-		{"", `define pgmajorversion (14-18), e.g. rpmbuild --define "pgmajorversion 18"`},
-		{"pgmajorversion 13", "pg_lease supports PostgreSQL 14 to 18, not 13"},
-		{"pgmajorversion 19", "pg_lease supports PostgreSQL 14 to 18, not 19"},
+		{"", fmt.Sprintf(`define pgmajorversion (%s), e.g. rpmbuild --define "pgmajorversion %d"`, e.MajorRange(), e.MaxMajor())},
+		{fmt.Sprintf("pgmajorversion %d", e.MinMajor()-1), fmt.Sprintf("pg_lease supports PostgreSQL %d to %d, not %d", e.MinMajor(), e.MaxMajor(), e.MinMajor()-1)},
+		{fmt.Sprintf("pgmajorversion %d", e.MaxMajor()+1), fmt.Sprintf("pg_lease supports PostgreSQL %d to %d, not %d", e.MinMajor(), e.MaxMajor(), e.MaxMajor()+1)},
 	} {
 		args := []string{"--parse"}
 		if tc.define != "" {
@@ -375,7 +376,11 @@ func TestDNFReadsTheRepository(t *testing.T) {
 		out, err = exec.Command("dnf", "-q", "--installroot", filepath.Join(dir, "root-"+arch), "--releasever", "9",
 			"--setopt=reposdir=/dev/null", "--repofrompath", "t,file://"+repo, "--repo", "t",
 			"repoquery", "--qf", "%{name}-%{evr}.%{arch}", "pg_lease_*").CombinedOutput()
-		want := "pg_lease_14-0.2.0-1PGSTY.el9.noarch\npg_lease_15-0.2.0-1PGSTY.el9.noarch\npg_lease_16-0.2.0-1PGSTY.el9.noarch\npg_lease_17-0.2.0-1PGSTY.el9.noarch\npg_lease_18-0.2.0-1PGSTY.el9.noarch"
+		var nvras []string
+		for _, m := range model.PgLease.Majors {
+			nvras = append(nvras, fmt.Sprintf("pg_lease_%d-%s-1PGSTY.el9.noarch", m, model.PgLease.Version()))
+		}
+		want := strings.Join(nvras, "\n")
 		if err != nil || strings.TrimSpace(string(out)) != want {
 			t.Errorf("%s: dnf sees:\n%s\nwant\n%s", arch, out, want)
 		}
