@@ -90,7 +90,7 @@ func TestBadUsage(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
-	if code != ExitOK || !strings.Contains(out, "pg_lease 0.2.0 for PostgreSQL "+model.PgLease.MajorList()) {
+	if code != ExitOK || !strings.Contains(out, "pg_lease "+model.PgLease.Version()+" for PostgreSQL "+model.PgLease.MajorList()) {
 		t.Errorf("exit %d, %q", code, out)
 	}
 }
@@ -366,12 +366,13 @@ func TestBuildWithDpkg(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
 	}
-	for _, want := range []string{"pg_lease_15-0.2.0-1PGSTY.el9.noarch.rpm and pg_lease_15-0.2.0-1PGSTY.el9.src.rpm (rpmbuild)", "postgresql-15-pg-lease_0.2.0-1PGSTY~bookworm_all.deb (dpkg)"} {
+	v := model.PgLease.Version()
+	for _, want := range []string{"pg_lease_15-" + v + "-1PGSTY.el9.noarch.rpm and pg_lease_15-" + v + "-1PGSTY.el9.src.rpm (rpmbuild)", "postgresql-15-pg-lease_" + v + "-1PGSTY~bookworm_all.deb (dpkg)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "apt/pool/main/p/pg-lease/postgresql-15-pg-lease_0.2.0-1PGSTY~bookworm_all.deb")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "apt/pool/main/p/pg-lease/postgresql-15-pg-lease_"+v+"-1PGSTY~bookworm_all.deb")); err != nil {
 		t.Error(err)
 	}
 }

@@ -83,7 +83,7 @@ func install(t *testing.T, kind, dir string) error {
 	return rs[0].Err
 }
 
-const rpm16 = "pg_lease_16-0.2.0-1PGSTY.el9.noarch.rpm"
+var rpm16 = "pg_lease_16-" + model.PgLease.Version() + "-1PGSTY.el9.noarch.rpm"
 
 // TestSignedInstalls: dnf with gpgcheck=1 and repo_gpgcheck=1, and apt
 // without trusted=yes, install the signed packages and the suites pass.

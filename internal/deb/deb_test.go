@@ -40,7 +40,7 @@ func build(t *testing.T, o Options) render.Files {
 func debOf(t *testing.T, files render.Files, major int) []byte {
 	t.Helper()
 	for _, n := range files.Names() {
-		if strings.HasSuffix(n, "/"+model.PgLease.DebPackage(major)+"_0.2.0-1PGSTY~bookworm_all.deb") {
+		if strings.HasSuffix(n, "/"+model.PgLease.DebPackage(major)+"_"+model.PgLease.Version()+"-1PGSTY~bookworm_all.deb") {
 			return files[n]
 		}
 	}
@@ -90,13 +90,14 @@ func TestDebLayout(t *testing.T) {
 		"./usr/share/doc/postgresql-17-pg-lease/README.md.gz ./usr/share/doc/postgresql-17-pg-lease/changelog.Debian.gz " +
 		"./usr/share/doc/postgresql-17-pg-lease/copyright ./usr/share/postgresql/ ./usr/share/postgresql/17/ " +
 		"./usr/share/postgresql/17/extension/ ./usr/share/postgresql/17/extension/pg_lease--0.1.0--0.2.0.sql " +
-		"./usr/share/postgresql/17/extension/pg_lease--0.1.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.2.0.sql " +
+		"./usr/share/postgresql/17/extension/pg_lease--0.1.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.2.0--0.3.0.sql " +
+		"./usr/share/postgresql/17/extension/pg_lease--0.2.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.3.0.sql " +
 		"./usr/share/postgresql/17/extension/pg_lease.control"
 	if strings.Join(names, " ") != want {
 		t.Errorf("members:\n%s\nwant\n%s", strings.Join(names, " "), want)
 	}
 	control, _ := a.ControlFile()
-	for _, f := range []string{"Package: postgresql-17-pg-lease\n", "Version: 0.2.0-1PGSTY~bookworm\n", "Architecture: all\n", "Depends: postgresql-17\n", "Source: pg-lease\n"} {
+	for _, f := range []string{"Package: postgresql-17-pg-lease\n", "Version: " + model.PgLease.Version() + "-1PGSTY~bookworm\n", "Architecture: all\n", "Depends: postgresql-17\n", "Source: pg-lease\n"} {
 		if !bytes.Contains(control, []byte(f)) {
 			t.Errorf("control lacks %q:\n%s", f, control)
 		}
@@ -249,7 +250,7 @@ func TestAptReadsTheRepository(t *testing.T) {
 			t.Fatalf("%s: apt-get update: %v\n%s", arch, err, out)
 		}
 		out, err := exec.Command("apt-cache", append(opts, "show", "postgresql-17-pg-lease")...).CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte("Version: 0.2.0-1PGSTY~bookworm\n")) || !bytes.Contains(out, []byte("Depends: postgresql-17\n")) {
+		if err != nil || !bytes.Contains(out, []byte("Version: "+model.PgLease.Version()+"-1PGSTY~bookworm\n")) || !bytes.Contains(out, []byte("Depends: postgresql-17\n")) {
 			t.Errorf("%s: apt-cache show: %v\n%s", arch, err, out)
 		}
 	}

@@ -39,7 +39,8 @@ var PgLease = Extension{
 	Name: "pg_lease",
 	Versions: []Version{
 		{Number: "0.1.0", Released: true},
-		{Number: "0.2.0"},
+		{Number: "0.2.0", Released: true},
+		{Number: "0.3.0"},
 	},
 	Schema:       "lease",
 	Comment:      "expiring ownership of named resources with fencing epochs",

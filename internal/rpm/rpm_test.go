@@ -251,7 +251,7 @@ func TestBuildersAgree(t *testing.T) {
 	when := model.Packages.Released()
 	pure, real := build(t, options(PureGo, when)), build(t, options(Rpmbuild, when))
 	for _, major := range model.PgLease.Majors {
-		name := fmt.Sprintf("el9.x86_64/pg_lease_%d-0.2.0-1PGSTY.el9.noarch.rpm", major)
+		name := fmt.Sprintf("el9.x86_64/pg_lease_%d-"+ver+"-1PGSTY.el9.noarch.rpm", major)
 		if pure[name] == nil || real[name] == nil {
 			t.Fatalf("%s missing: pure Go %v, rpmbuild %v", name, pure[name] != nil, real[name] != nil)
 		}
@@ -290,8 +290,8 @@ func TestSourceRPMRebuilds(t *testing.T) {
 	when := model.Packages.Released()
 	files := build(t, options(PureGo, when, 18))
 	top := t.TempDir()
-	srpm := filepath.Join(top, "pg_lease_18-0.2.0-1PGSTY.el9.src.rpm")
-	os.WriteFile(srpm, files["SRPMS/pg_lease_18-0.2.0-1PGSTY.el9.src.rpm"], 0o644)
+	srpm := filepath.Join(top, "pg_lease_18-"+ver+"-1PGSTY.el9.src.rpm")
+	os.WriteFile(srpm, files["SRPMS/pg_lease_18-"+ver+"-1PGSTY.el9.src.rpm"], 0o644)
 	if out, err := exec.Command("rpm", "-K", srpm).CombinedOutput(); err != nil || !strings.Contains(string(out), "digests OK") {
 		t.Fatalf("rpm -K on the source RPM: %v\n%s", err, out)
 	}
@@ -304,11 +304,11 @@ func TestSourceRPMRebuilds(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("rpmbuild --rebuild: %v\n%s", err, out)
 	}
-	rebuilt, err := os.ReadFile(filepath.Join(top, "RPMS", "noarch", "pg_lease_18-0.2.0-1PGSTY.el9.noarch.rpm"))
+	rebuilt, err := os.ReadFile(filepath.Join(top, "RPMS", "noarch", "pg_lease_18-"+ver+"-1PGSTY.el9.noarch.rpm"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := ReadInfo("pure Go", files["el9.x86_64/pg_lease_18-0.2.0-1PGSTY.el9.noarch.rpm"])
+	a, err := ReadInfo("pure Go", files["el9.x86_64/pg_lease_18-"+ver+"-1PGSTY.el9.noarch.rpm"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestDNFReadsTheRepository(t *testing.T) {
 func TestPayloadUnpacksHere(t *testing.T) {
 	testenv.Tools(t, "rpm2cpio", "cpio")
 	files := build(t, options(PureGo, model.Packages.Released(), 17))
-	for _, name := range []string{"el9.x86_64/pg_lease_17-0.2.0-1PGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.2.0-1PGSTY.el9.src.rpm"} {
+	for _, name := range []string{"el9.x86_64/pg_lease_17-" + ver + "-1PGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-" + ver + "-1PGSTY.el9.src.rpm"} {
 		dir := t.TempDir()
 		pkg := filepath.Join(dir, "p.rpm")
 		if err := os.WriteFile(pkg, files[name], 0o644); err != nil {
@@ -408,7 +408,7 @@ func TestPayloadUnpacksHere(t *testing.T) {
 		}
 		var want string
 		if strings.HasSuffix(name, ".src.rpm") {
-			want = "./pg_lease-0.2.0.tar.gz\n./pg_lease.spec\n"
+			want = "./pg_lease-" + ver + ".tar.gz\n" + "./pg_lease.spec\n"
 		} else {
 			want = "./usr/pgsql-17/share/extension/pg_lease--0.1.0--0.2.0.sql\n./usr/pgsql-17/share/extension/pg_lease--0.1.0.sql\n./usr/pgsql-17/share/extension/pg_lease--0.2.0.sql\n./usr/pgsql-17/share/extension/pg_lease.control\n./usr/share/doc/pg_lease_17/README.md\n./usr/share/licenses/pg_lease_17/LICENSE\n"
 		}
@@ -452,3 +452,6 @@ func TestPackSortsAndRefusesDuplicates(t *testing.T) {
 		t.Errorf("duplicate path: err = %v", err)
 	}
 }
+
+// ver is the version the packages are built at.
+var ver = model.PgLease.Version()

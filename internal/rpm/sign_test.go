@@ -38,7 +38,7 @@ func TestSignatures(t *testing.T) {
 	}
 	signed, plain := signedBuild(t, PureGo, s, 17), build(t, options(PureGo, model.Packages.Released(), 17))
 	again := signedBuild(t, PureGo, s, 17)
-	for _, name := range []string{"el9.x86_64/pg_lease_17-0.2.0-1PGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-0.2.0-1PGSTY.el9.src.rpm"} {
+	for _, name := range []string{"el9.x86_64/pg_lease_17-" + ver + "-1PGSTY.el9.noarch.rpm", "SRPMS/pg_lease_17-" + ver + "-1PGSTY.el9.src.rpm"} {
 		b := signed[name]
 		sig, err := readHeader(b, 96)
 		if err != nil {
@@ -102,10 +102,10 @@ func TestRpmChecksTheSignatures(t *testing.T) {
 			keyID := strings.ToLower(s.Fingerprint()[32:])
 			header := regexp.MustCompile(`(?m)^\s*Header V4 ` + kind.algo + `/SHA256 Signature, key ID ` + keyID + `: OK$`)
 			whole := regexp.MustCompile(`(?m)^\s*V4 ` + kind.algo + `/SHA256 Signature, key ID ` + keyID + `: OK$`)
-			name := "el9.x86_64/pg_lease_16-0.2.0-1PGSTY.el9.noarch.rpm"
+			name := "el9.x86_64/pg_lease_16-" + ver + "-1PGSTY.el9.noarch.rpm"
 			for _, builder := range []string{PureGo, Rpmbuild} {
 				files := signedBuild(t, builder, s, 16)
-				for _, n := range []string{name, "SRPMS/pg_lease_16-0.2.0-1PGSTY.el9.src.rpm"} {
+				for _, n := range []string{name, "SRPMS/pg_lease_16-" + ver + "-1PGSTY.el9.src.rpm"} {
 					out, err := check(n, files[n])
 					if err != nil || !header.MatchString(out) || !whole.MatchString(out) || strings.Contains(out, "BAD") || strings.Contains(out, "NOKEY") {
 						t.Errorf("%s (%s): rpm -K: %v\n%s", n, builder, err, out)
@@ -150,7 +150,7 @@ func TestLikeRpmsign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "el9.x86_64/pg_lease_16-0.2.0-1PGSTY.el9.noarch.rpm"
+	name := "el9.x86_64/pg_lease_16-" + ver + "-1PGSTY.el9.noarch.rpm"
 	unsigned := build(t, options(PureGo, model.Packages.Released(), 16))[name]
 	theirs := filepath.Join(dir, "theirs.rpm")
 	os.WriteFile(theirs, unsigned, 0o644)
