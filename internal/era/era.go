@@ -13,7 +13,9 @@
 //     (the data was restored into another cluster);
 //   - TLI, the timeline the server writes on: a promotion, or a recovery
 //     that ends on a new timeline, moves to a higher one;
-//   - N, the operator's lease.new_era() calls on that timeline.
+//   - N, the restarts of the server and the operator's lease.new_era()
+//     calls on that timeline (a restart begins an era because a crash may
+//     lose a grant whose epoch its client already saw).
 //
 // Each era owns one band of epochs, Width wide, at a place that grows with
 // (Gen, TLI, N), so that an era that follows another in any line of history
@@ -35,9 +37,9 @@ const Width int64 = 1 << 32
 // The bits of a band number (31 in all, so that (band+1)*Width fits a
 // bigint): Gen above TLI above N.
 const (
-	NBits   = 10
-	TLIBits = 13
-	GenBits = 8
+	NBits   = 15
+	TLIBits = 10
+	GenBits = 6
 )
 
 // Era is one era of a database.
@@ -70,10 +72,12 @@ func (e Era) Band() (int64, error) {
 	return e.Gen<<(TLIBits+NBits) | e.TLI<<NBits | e.N, nil
 }
 
-// Server is what a call can see of the server it runs on.
+// Server is what a call can see of the server it runs on: its system
+// identifier, its timeline and the start of its current run.
 type Server struct {
 	SystemID int64
 	TLI      int64
+	Boot     int64
 }
 
 // Record is the era a database has recorded, with the server it was
@@ -84,30 +88,35 @@ type Record struct {
 }
 
 // Enter is the era a changing call works in: the recorded one while the
-// server is the one it was recorded on; otherwise a new era, of the next
-// generation when the system identifier differs, or on the server's
-// timeline when only that differs.
+// server is the one it was recorded on, in the same run; otherwise a new
+// era, of the next generation when the system identifier differs, on the
+// server's timeline when that differs, and the next on the timeline after
+// a restart.
 func Enter(r Record, s Server) Record {
 	switch {
 	case s == r.Server:
 		return r
 	case s.SystemID != r.Server.SystemID:
 		return Record{Era{Gen: r.Era.Gen + 1, TLI: s.TLI}, s}
-	default:
+	case s.TLI != r.Server.TLI:
 		return Record{Era{Gen: r.Era.Gen, TLI: s.TLI}, s}
+	default:
+		return Record{Era{Gen: r.Era.Gen, TLI: s.TLI, N: r.Era.N + 1}, s}
 	}
 }
 
-// NewEra is lease.new_era(): the next era on the same timeline.
+// NewEraStep is how far lease.new_era() moves N: to the next multiple of
+// it, so that a copy that calls it (a base backup restored without
+// archive recovery) ranks above the eras its source began by restarting
+// after the copy was made, up to NewEraStep-1 of them.
+const NewEraStep = 64
+
+// NewEra is lease.new_era(): the next era on the same timeline, at the
+// next multiple of NewEraStep.
 func NewEra(r Record) Record {
 	e := r.Era
-	e.N++
+	e.N = (e.N/NewEraStep + 1) * NewEraStep
 	e.Installed = false
-	if r.Era.Installed {
-		// the installation era has N 0 on its timeline; the next one
-		// ranks above it like any other
-		e.N = max(e.N, 1)
-	}
 	return Record{e, r.Server}
 }
 

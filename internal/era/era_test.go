@@ -60,6 +60,21 @@ var weakened = []rule{
 		band: func(b *branch) (int64, error) { return b.rec.Era.Band() },
 	},
 	{
+		// restarts ignored: a crash that loses a grant whose epoch its
+		// client saw starts no era
+		name: "restart ignored",
+		enter: func(b *branch) {
+			s := b.server
+			s.Boot = b.rec.Server.Boot
+			if s != b.rec.Server {
+				b.rec = Enter(b.rec, s)
+			}
+			b.rec.Server.Boot = b.server.Boot
+		},
+		bump: func(b *branch) { b.rec = NewEra(b.rec) },
+		band: func(b *branch) (int64, error) { return b.rec.Era.Band() },
+	},
+	{
 		// new_era() ranked above the timeline: a lagging standby's
 		// promotion then ranks below its primary's last new_era()
 		name:  "N above TLI",
@@ -85,7 +100,11 @@ type branch struct {
 	naive  int64 // the naive rule's band
 	alive  bool
 	bumped int // the step of its last new_era()
-	parent *branch
+	// prev is its state before its last grant, while a crash can still
+	// lose that grant; entered: that grant began an era
+	prev    *state
+	entered bool
+	parent  *branch
 	forkAt int // the step at which it was forked from parent
 	// states are its state after each of its steps, for forks that lose
 	// a tail
@@ -125,12 +144,16 @@ type history struct {
 	branches []*branch
 	grants   []grant
 	nextSys  int64
+	nextBoot int64 // every start of a server is a new run (its postmaster start time)
 	maxTLI   map[int64]int64 // the highest timeline of each system identifier (a shared archive)
 	restored map[int64]bool  // generations a restore was made from
 	ops      []string
 	// the assumptions the docs state, which the generator keeps unless
 	// told to break one
 	sameTLI, twoRestores, noNewEraAfterBackup, oldBackup bool
+	// loseEntering lets a crash lose a grant that began an era (with the
+	// era's record, which that grant's transaction wrote)
+	loseEntering bool
 	// refused is the first grant the rule refused (a name asked to
 	// leave its band: the rule put an era below data it holds)
 	refused string
@@ -159,7 +182,9 @@ func (h *history) live() []*branch {
 }
 
 func (h *history) grant(b *branch, name string, step int) error {
+	prev := state{step, b.rec, maps.Clone(b.rows), b.naive}
 	h.rule.enter(b)
+	b.prev, b.entered = &prev, b.rec.Era != prev.rec.Era || b.naive != prev.naive
 	band, err := h.rule.band(b)
 	if err != nil {
 		return err
@@ -212,6 +237,7 @@ func (h *history) run(steps int) error {
 		case op < 14:
 			h.rule.bump(b)
 			b.bumped = step
+			b.prev = nil
 			h.ops = append(h.ops, fmt.Sprintf("%d: branch %d lease.new_era() -> %+v", step, b.id, b.rec.Era))
 		case op < 16 && len(live) < 4:
 			// a promotion: a new timeline, one above every one of this
@@ -221,7 +247,8 @@ func (h *history) run(steps int) error {
 				tli = b.server.TLI + 1
 			}
 			h.maxTLI[b.server.SystemID] = max(h.maxTLI[b.server.SystemID], tli)
-			h.fork(b, Server{b.server.SystemID, tli}, step, 0, "promotion")
+			h.nextBoot++
+			h.fork(b, Server{SystemID: b.server.SystemID, TLI: tli, Boot: h.nextBoot}, step, 0, "promotion")
 		case op < 17 && len(live) < 4:
 			// a dump or a base backup restored into a new cluster
 			c := h.fork(b, Server{}, step, 0, "restore")
@@ -234,8 +261,22 @@ func (h *history) run(steps int) error {
 			}
 			h.restored[c.rec.Era.Gen] = true
 			h.nextSys++
-			c.server = Server{h.nextSys, 1}
+			h.nextBoot++
+			c.server = Server{SystemID: h.nextSys, TLI: 1, Boot: h.nextBoot}
 			h.maxTLI[h.nextSys] = 1
+		case op < 19 && op >= 18:
+			// a crash and restart: the grant whose COMMIT was in flight
+			// is lost (its client may have seen its epoch), unless it
+			// began an era and the history keeps the assumption
+			if b.prev != nil && h.rng.IntN(2) == 0 && (!b.entered || h.loseEntering) {
+				b.rec, b.rows, b.naive = b.prev.rec, b.prev.rows, b.prev.naive
+				h.ops = append(h.ops, fmt.Sprintf("%d: branch %d crashes, losing its last grant", step, b.id))
+			} else {
+				h.ops = append(h.ops, fmt.Sprintf("%d: branch %d restarts", step, b.id))
+			}
+			b.prev = nil
+			h.nextBoot++
+			b.server.Boot = h.nextBoot
 		case op < 18 && len(live) < 4:
 			// a base backup restored without archive recovery, after
 			// the primary is lost: the same system and timeline, and
@@ -246,7 +287,8 @@ func (h *history) run(steps int) error {
 			if h.oldBackup {
 				from = 0
 			}
-			c := h.fork(b, b.server, step, from, "backup without archive recovery")
+			h.nextBoot++
+			c := h.fork(b, Server{SystemID: b.server.SystemID, TLI: b.server.TLI, Boot: h.nextBoot}, step, from, "backup without archive recovery")
 			b.alive = false
 			if !h.noNewEraAfterBackup {
 				h.rule.bump(c)
@@ -358,7 +400,8 @@ func TestAssumptionsMarkTheLine(t *testing.T) {
 		{"one promotion per timeline (two standbys promoted to one timeline without a shared archive)", func(h *history) { h.sameTLI = true }},
 		{"one restore from each generation", func(h *history) { h.twoRestores = true }},
 		{"lease.new_era() after a base backup restored without archive recovery", func(h *history) { h.noNewEraAfterBackup = true }},
-		{"no lease.new_era() on the source after a base backup restored without archive recovery was taken", func(h *history) { h.oldBackup = true }},
+		{"no lease.new_era() on the source after a base backup restored without archive recovery was taken (and fewer than 64 restarts)", func(h *history) { h.oldBackup = true }},
+		{"no second crash loses the first grant after a restart (which records its era)", func(h *history) { h.loseEntering = true }},
 	} {
 		caught := 0
 		for seed := range uint64(histories) {
@@ -392,20 +435,25 @@ func TestHardCases(t *testing.T) {
 	// a standby that lags behind its primary's new_era(), then is
 	// promoted: its era ranks above the one it never saw
 	p := NewEra(installed)
-	standby := Enter(installed, Server{1, 2})
+	standby := Enter(installed, Server{SystemID: 1, TLI: 2})
 	if Compare(standby.Era, p.Era) <= 0 || band(standby) <= band(p) {
 		t.Errorf("lagging standby %+v (band %d) does not rank above its primary's new era %+v (band %d)", standby.Era, band(standby), p.Era, band(p))
 	}
 	// a split brain where the old side calls new_era() too: two eras
-	if band(NewEra(installed)) == band(Enter(installed, Server{1, 2})) {
+	if band(NewEra(installed)) == band(Enter(installed, Server{SystemID: 1, TLI: 2})) {
 		t.Error("the old primary's new_era() and the promoted standby share a band")
 	}
 	// a dump restored into a new cluster while the source grants on,
 	// even after the source's own promotions and new_era() calls
-	restored := Enter(installed, Server{2, 1})
-	src := NewEra(Enter(NewEra(installed), Server{1, 7}))
+	restored := Enter(installed, Server{SystemID: 2, TLI: 1})
+	src := NewEra(Enter(NewEra(installed), Server{SystemID: 1, TLI: 7}))
 	if band(restored) <= band(src) {
 		t.Errorf("restored %+v (band %d) is not above its source %+v (band %d)", restored.Era, band(restored), src.Era, band(src))
+	}
+	// a restart: the next era on the same timeline, above the one before
+	restarted := Enter(p, Server{SystemID: 1, TLI: 1, Boot: 1})
+	if band(restarted) <= band(p) || restarted.Era.TLI != 1 {
+		t.Errorf("a restart after %+v entered %+v", p.Era, restarted.Era)
 	}
 	// epochs: the first grant in a new era jumps to its band, later ones
 	// count on from there; a name that would leave its band is refused

@@ -7,7 +7,8 @@ CREATE EXTENSION pg_lease;
 SELECT band, generation, timeline, new_eras, first_epoch, current FROM lease.current_era();
 -- a name never acquired starts at 1, as before
 SELECT acquired, epoch FROM lease.acquire('e1', 'a', interval '1 minute');
--- new_era(): the next band (timeline 1, one call: 1 << 10 | 1)
+-- new_era(): the next band (timeline 1 << 15 | 64: it moves to the next
+-- multiple of 64 on the timeline)
 SELECT band, generation, timeline, new_eras, first_epoch FROM lease.new_era();
 SELECT band, new_eras, first_epoch, current FROM lease.current_era();
 -- the holder from band 0 renews and releases with its epoch
@@ -18,11 +19,12 @@ SELECT acquired, epoch FROM lease.acquire('e1', 'b', interval '1 minute');
 -- a new name too; after that, one more per holder within the era
 SELECT acquired, epoch FROM lease.acquire('e2', 'a', interval '1 millisecond');
 SELECT pg_sleep(0.01);
-SELECT acquired, epoch FROM lease.acquire('e2', 'b', interval '1 minute');
+SELECT acquired, epoch FROM lease.acquire('e2', 'b', interval '1 minute') \gset e2_
+SELECT :'e2_acquired' AS acquired, :'e2_epoch' AS epoch;
 -- a second new era
 SELECT band, new_eras, first_epoch FROM lease.new_era();
 SELECT acquired, epoch FROM lease.acquire('e3', 'a', interval '1 minute');
-SELECT lease.release('e2', 'b', 4402341478402);
+SELECT lease.release('e2', 'b', :e2_epoch);
 SELECT acquired, epoch FROM lease.acquire('e2', 'c', interval '1 minute');
 -- the eras recorded, oldest first
 SELECT band, generation, timeline, new_eras, installed FROM lease.eras ORDER BY band;

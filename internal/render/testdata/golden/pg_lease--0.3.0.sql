@@ -635,11 +635,13 @@ COMMENT ON FUNCTION @extschema@.list(boolean) IS
 
 -- The eras of this database (docs/eras.md): one row per era it entered,
 -- with the server it was entered on. The row of the highest band is the
--- current era while the server is that one; a changing call on another
--- server (a promoted standby: another timeline; a restore into another
--- cluster: another system identifier) enters the next era first. The
--- install script records the era it runs in (band 0); pg_dump carries the
--- rows, so a restored copy sees the era of its source, above its own.
+-- current era while the server is that one, in the same run; a grant on
+-- another server (a promoted standby: another timeline; a restore into
+-- another cluster: another system identifier) or after a restart (a
+-- crash may have lost a grant whose epoch its client already saw, inside
+-- an explicit transaction) enters the next era first. The install script
+-- records the era it runs in (band 0); pg_dump carries the rows, so a
+-- restored copy sees the era of its source, above its own.
 CREATE TABLE @extschema@.eras (
     band              bigint      NOT NULL,
     generation        integer     NOT NULL,
@@ -647,10 +649,12 @@ CREATE TABLE @extschema@.eras (
     new_eras          integer     NOT NULL,
     installed         boolean     NOT NULL,
     system_identifier bigint      NOT NULL,
+    boot              timestamptz NOT NULL,
     began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
     CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier),
-    CONSTRAINT eras_numbers_check CHECK (generation BETWEEN 0 AND 255 AND timeline BETWEEN 1 AND 8191 AND new_eras BETWEEN 0 AND 1023),
-    CONSTRAINT eras_band_check CHECK (band = CASE WHEN installed THEN 0 ELSE (generation::bigint << 23) | (timeline << 10) | new_eras END)
+    CONSTRAINT eras_numbers_check CHECK (generation BETWEEN 0 AND 63 AND timeline BETWEEN 1 AND 1023
+                                         AND new_eras BETWEEN 0 AND 32767),
+    CONSTRAINT eras_band_check CHECK (band = CASE WHEN installed THEN 0 ELSE ((generation)::bigint << 25 | (timeline)::bigint << 15 | (new_eras)) END)
 );
 
 COMMENT ON TABLE @extschema@.eras IS
@@ -662,9 +666,10 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
 
 -- The era this script runs in: band 0, so that a name never acquired
 -- starts at 1 and the epochs of an updated database stay what they were.
-INSERT INTO @extschema@.eras (band, generation, timeline, new_eras, installed, system_identifier)
+INSERT INTO @extschema@.eras (band, generation, timeline, new_eras, installed, system_identifier, boot)
 SELECT 0, 0, coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
-         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1), 0, true, (pg_catalog.pg_control_system()).system_identifier;
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1), 0, true, (pg_catalog.pg_control_system()).system_identifier,
+       pg_catalog.pg_postmaster_start_time();
 
 -- The floor under the durability of a transaction that changed a lease.
 CREATE FUNCTION @extschema@.durable()
@@ -710,6 +715,7 @@ DECLARE
     v_sysid bigint;
     v_tli   bigint;
     v_gen   integer;
+    v_n     integer;
     v_band  bigint;
     e       record;
 BEGIN
@@ -724,22 +730,32 @@ BEGIN
     -- the current era: the highest band; of two rows with one band (the
     -- installation eras of a restored copy and of its source), the one
     -- recorded on another server
-    SELECT r.band, r.generation, r.timeline, r.system_identifier INTO e
+    SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.boot INTO e
       FROM @extschema@.eras AS r
      ORDER BY r.band DESC, r.system_identifier = v_sysid
      LIMIT 1;
-    IF e.system_identifier = v_sysid AND e.timeline = v_tli THEN
+    IF e.system_identifier = v_sysid AND e.timeline = v_tli AND e.boot = pg_postmaster_start_time() THEN
         RETURN e.band;
     END IF;
-    -- Another server: the next era, of the next generation in another
-    -- cluster, on this server's timeline in the same one.
-    v_gen := e.generation + CASE WHEN e.system_identifier <> v_sysid THEN 1 ELSE 0 END;
-    IF v_gen > 255 OR v_tli > 8191 THEN
-        RAISE EXCEPTION 'pg_lease has no band left for a new era (generation %, timeline %)', v_gen, v_tli
-            USING ERRCODE = '54000',
-                  DETAIL = 'Eras are numbered by generation (at most 255), timeline (at most 8191) and lease.new_era() calls.';
+    -- The next era: of the next generation in another cluster; on this
+    -- server's timeline after a promotion; the next on the same timeline
+    -- after a restart.
+    IF e.system_identifier <> v_sysid THEN
+        v_gen := e.generation + 1;
+        v_n := 0;
+    ELSIF e.timeline <> v_tli THEN
+        v_gen := e.generation;
+        v_n := 0;
+    ELSE
+        v_gen := e.generation;
+        v_n := e.new_eras + 1;
     END IF;
-    v_band := (v_gen::bigint << 23) | (v_tli << 10);
+    IF v_gen > 63 OR v_tli > 1023 OR v_n > 32767 THEN
+        RAISE EXCEPTION 'pg_lease has no band left for a new era (generation %, timeline %, era % on it)', v_gen, v_tli, v_n
+            USING ERRCODE = '54000',
+                  DETAIL = 'Eras are numbered by generation (at most 63), timeline (at most 1023) and the restarts and lease.new_era() calls on a timeline (at most 32767).';
+    END IF;
+    v_band := ((v_gen)::bigint << 25 | (v_tli)::bigint << 15 | (v_n));
     IF v_band <= e.band THEN
         RAISE EXCEPTION 'pg_lease cannot order this server''s era after the recorded one'
             USING ERRCODE = '55000',
@@ -747,8 +763,8 @@ BEGIN
                                   v_sysid, v_tli, v_band, e.band, e.system_identifier, e.timeline),
                   HINT = 'Call lease.new_era() to begin an era above it.';
     END IF;
-    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier)
-    VALUES (v_band, v_gen, v_tli, 0, false, v_sysid)
+    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier, boot)
+    VALUES (v_band, v_gen, v_tli, v_n, false, v_sysid, pg_postmaster_start_time())
     ON CONFLICT ON CONSTRAINT eras_pkey DO NOTHING;
     RETURN v_band;
 END
@@ -771,7 +787,7 @@ BEGIN
     RETURN QUERY
     SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.began_at,
            (r.band * 4294967296 + 1),
-           r.system_identifier = v_sysid
+           r.system_identifier = v_sysid AND r.boot = pg_postmaster_start_time()
            AND (pg_is_in_recovery() OR r.timeline = CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
          ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END)
       FROM @extschema@.eras AS r
@@ -806,14 +822,17 @@ BEGIN
     v_sysid := (pg_control_system()).system_identifier;
     SELECT r.generation, r.timeline, r.new_eras INTO e
       FROM @extschema@.eras AS r WHERE r.band = v_band AND r.system_identifier = v_sysid;
-    IF e.new_eras >= 1023 THEN
-        RAISE EXCEPTION 'lease.new_era() was called 1023 times on timeline %', e.timeline
+    -- to the next multiple of 64: a copy that calls it (a base backup
+    -- restored without archive recovery) ranks above the eras its source
+    -- began by restarting after the copy was made, up to 64 - 1 of them
+    new_eras := (e.new_eras / 64 + 1) * 64;
+    IF new_eras > 32767 THEN
+        RAISE EXCEPTION 'lease has no band left for a new era on timeline %', e.timeline
             USING ERRCODE = '54000', HINT = 'A promotion to a new timeline makes room for more.';
     END IF;
-    new_eras := e.new_eras + 1;
-    band := (e.generation::bigint << 23) | (e.timeline << 10) | new_eras;
-    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier)
-    VALUES (band, e.generation, e.timeline, new_eras, false, v_sysid);
+    band := ((e.generation)::bigint << 25 | (e.timeline)::bigint << 15 | (new_eras));
+    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier, boot)
+    VALUES (band, e.generation, e.timeline, new_eras, false, v_sysid, pg_postmaster_start_time());
     PERFORM @extschema@.durable();
     generation := e.generation;
     timeline := e.timeline;

@@ -1,0 +1,74 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pglease/pglease-gen/internal/testenv"
+)
+
+var (
+	only     = flag.String("faults.only", "", "run only the scenarios whose names contain this")
+	duration = flag.Duration("faults.duration", 4*time.Second, "each run's length; the fault comes at half of it")
+)
+
+// TestScenarios runs every scenario with the shipped 0.3.0, which must
+// give no epoch twice, and with each variant that lacks what the scenario
+// tests, which must (so the scenario can fail). Each run has traffic on
+// both sides of its fault, or fails.
+func TestScenarios(t *testing.T) {
+	testenv.Server(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the fault tests install the extension into the host's PostgreSQL and start servers as postgres: run as root")
+	}
+	o := Options{PgConfig: os.Getenv("PG_CONFIG"), Duration: *duration, Clients: 6, Names: 4}
+	for _, s := range Scenarios {
+		if *only != "" && !strings.Contains(s.Name, *only) {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			variants := []Variant{Shipped}
+			for _, v := range s.Needs {
+				if v.Name != Shipped.Name {
+					variants = append(variants, v)
+				}
+			}
+			for _, v := range variants {
+				r := Run(context.Background(), o, s, v)
+				t.Log(r.Line())
+				if r.Err != nil {
+					t.Fatalf("%s with %s: %v", s.Name, v.Name, r.Err)
+				}
+				wantDoubles := false
+				for _, n := range s.Needs {
+					wantDoubles = wantDoubles || n.Name == v.Name
+				}
+				switch {
+				case wantDoubles && len(r.Doubles) == 0:
+					t.Errorf("%s with %s: no double grant; the scenario cannot tell it from the shipped extension", s.Name, v.Name)
+				case !wantDoubles && len(r.Doubles) > 0:
+					t.Errorf("%s with %s: %d double grants, the first: %s", s.Name, v.Name, len(r.Doubles), r.Doubles[0])
+				}
+			}
+		})
+	}
+}
+
+// Line is a result as one line of a report.
+func (r Result) Line() string {
+	c := r.Counts
+	s := fmt.Sprintf("%-18s %-24s %5d calls before, %5d after (%d grants after, %d failed calls after, %d unknown, %d warned): %d double grants",
+		r.Scenario, r.Variant, c.Before, c.After, c.GrantsAfter, c.FailedAfter, c.Unknown, c.Warned, len(r.Doubles))
+	if len(r.Doubles) > 0 {
+		s += "; first: " + r.Doubles[0].String()
+	}
+	if r.Err != nil {
+		s += "; error: " + r.Err.Error()
+	}
+	return s
+}

@@ -1,0 +1,286 @@
+// Package faults is the proof that pg_lease 0.3.0 never gives one epoch of
+// a name to two holders across a crash, a failover, a split brain and a
+// restore: real PostgreSQL servers on unix sockets, a workload of clients
+// acquiring, renewing and releasing a few names, one fault in the middle
+// of each run, and a check over every grant the clients saw. A grant whose
+// COMMIT failed (a lost connection) or returned with PostgreSQL's warning
+// that its wait for synchronous replication was cancelled counts as given:
+// the client cannot tell, and the contract counts it.
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Grant is one epoch a client was given, or may have been.
+type Grant struct {
+	Name, Owner string
+	Epoch       int64
+	Sure        bool // COMMIT returned without an error
+	Warned      bool // COMMIT returned with the cancelled-wait warning
+	After       bool // after the fault began
+	Server      string
+}
+
+// Counts are the calls of a run.
+type Counts struct {
+	Before, After   int // calls that returned, before and after the fault
+	FailedAfter     int // calls that failed after the fault
+	GrantsAfter     int // grants after the fault
+	Unknown, Warned int // grants whose COMMIT failed, or warned
+}
+
+// target is where a group of clients sends its calls now: a DSN that the
+// scenario changes when it moves them.
+type target struct{ dsn atomic.Pointer[string] }
+
+func (t *target) set(dsn string) { t.dsn.Store(&dsn) }
+func (t *target) get() string    { return *t.dsn.Load() }
+
+// workload runs clients against targets until stop.
+type workload struct {
+	names    []string
+	settings []string // SET statements each connection runs first
+	// commitTimeout bounds a COMMIT (statement_timeout) when a scenario
+	// has clients cancel their waits for synchronous replication
+	commitTimeout time.Duration
+
+	mu     sync.Mutex
+	grants []Grant
+	counts Counts
+	fault  atomic.Bool // the fault has begun
+}
+
+func (w *workload) run(ctx context.Context, groups []*target, clients int, seed uint64) {
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &client{w: w, id: i, t: groups[i%len(groups)], rng: rand.New(rand.NewPCG(seed, uint64(i))), held: map[string]held{}}
+			c.loop(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+type held struct {
+	owner string
+	epoch int64
+}
+
+type client struct {
+	w      *workload
+	id     int
+	t      *target
+	rng    *rand.Rand
+	conn   *pgx.Conn
+	dsn    string
+	n      int // owners made
+	held   map[string]held
+	warned atomic.Bool // the last COMMIT's notice was the cancelled wait
+}
+
+func (c *client) loop(ctx context.Context) {
+	defer func() {
+		if c.conn != nil {
+			c.conn.Close(context.Background())
+		}
+	}()
+	for ctx.Err() == nil {
+		if c.conn == nil || c.dsn != c.t.get() {
+			if c.conn != nil {
+				c.conn.Close(context.Background())
+				c.conn = nil
+			}
+			if err := c.connect(ctx); err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+		}
+		err := c.step(ctx)
+		c.w.mu.Lock()
+		after := c.w.fault.Load()
+		switch {
+		case err == nil && after:
+			c.w.counts.After++
+		case err == nil:
+			c.w.counts.Before++
+		case after:
+			c.w.counts.FailedAfter++
+		}
+		c.w.mu.Unlock()
+		if err != nil {
+			// whatever failed, start again on a fresh connection (the
+			// server may be gone, or this one a standby now)
+			c.conn.Close(context.Background())
+			c.conn = nil
+			if ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+}
+
+func (c *client) connect(ctx context.Context) error {
+	dsn := c.t.get()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.ConnectTimeout = 2 * time.Second
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.Contains(n.Message, "synchronous replication") {
+			c.warned.Store(true)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, s := range c.w.settings {
+		if _, err := conn.Exec(cctx, s); err != nil {
+			conn.Close(context.Background())
+			return err
+		}
+	}
+	c.conn, c.dsn = conn, dsn
+	return nil
+}
+
+// step makes one call in its own transaction: an acquire of a name the
+// client does not hold, or a renew or release of one it holds.
+func (c *client) step(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	name := c.w.names[c.rng.IntN(len(c.w.names))]
+	h, holds := c.held[name]
+	tx, err := c.conn.Begin(cctx)
+	if err != nil {
+		return err
+	}
+	rollback := func(err error) error {
+		tx.Rollback(context.Background())
+		return err
+	}
+	if !holds {
+		c.n++
+		owner := fmt.Sprintf("c%d-%d", c.id, c.n)
+		var ok bool
+		var epoch *int64
+		ttl := time.Duration(50+c.rng.IntN(400)) * time.Millisecond
+		if err := tx.QueryRow(cctx, "SELECT acquired, epoch FROM lease.acquire($1, $2, $3)", name, owner, ttl).Scan(&ok, &epoch); err != nil {
+			return rollback(err)
+		}
+		if !ok {
+			return rollback(nil)
+		}
+		err := c.commit(cctx, tx)
+		c.record(Grant{Name: name, Owner: owner, Epoch: *epoch, Sure: err == nil, Warned: c.warned.Load(), Server: c.dsn})
+		if err == nil {
+			c.held[name] = held{owner, *epoch}
+		}
+		return err
+	}
+	var err2 error
+	if c.rng.IntN(3) == 0 {
+		var status string
+		err2 = tx.QueryRow(cctx, "SELECT lease.release($1, $2, $3)", name, h.owner, h.epoch).Scan(&status)
+		delete(c.held, name)
+	} else {
+		var status string
+		err2 = tx.QueryRow(cctx, "SELECT status FROM lease.renew($1, $2, $3, $4)", name, h.owner, h.epoch, 400*time.Millisecond).Scan(&status)
+		if err2 == nil && status != "ok" {
+			delete(c.held, name)
+		}
+	}
+	if err2 != nil {
+		delete(c.held, name)
+		return rollback(err2)
+	}
+	return c.commit(cctx, tx)
+}
+
+func (c *client) commit(ctx context.Context, tx pgx.Tx) error {
+	c.warned.Store(false)
+	if c.w.commitTimeout > 0 {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", c.w.commitTimeout.Milliseconds())); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+func (c *client) record(g Grant) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	g.After = c.w.fault.Load()
+	if g.After {
+		c.w.counts.GrantsAfter++
+	}
+	if !g.Sure {
+		c.w.counts.Unknown++
+	}
+	if g.Warned {
+		c.w.counts.Warned++
+	}
+	c.w.grants = append(c.w.grants, g)
+}
+
+// DoubleGrant is one epoch of a name given to two holders.
+type DoubleGrant struct{ A, B Grant }
+
+func (d DoubleGrant) String() string {
+	f := func(g Grant) string {
+		how := "given"
+		switch {
+		case g.Warned:
+			how = "given with the cancelled-wait warning"
+		case !g.Sure:
+			how = "possibly given (COMMIT failed)"
+		}
+		when := "before"
+		if g.After {
+			when = "after"
+		}
+		return fmt.Sprintf("%s %s, %s the fault", g.Owner, how, when)
+	}
+	return fmt.Sprintf("%s epoch %d: %s; %s", d.A.Name, d.A.Epoch, f(d.A), f(d.B))
+}
+
+// doubleGrants finds every (name, epoch) given to more than one holder.
+func doubleGrants(gs []Grant) []DoubleGrant {
+	first := map[string]Grant{}
+	var out []DoubleGrant
+	for _, g := range gs {
+		k := fmt.Sprintf("%s/%d", g.Name, g.Epoch)
+		if f, ok := first[k]; !ok {
+			first[k] = g
+		} else if f.Owner != g.Owner {
+			out = append(out, DoubleGrant{f, g})
+		}
+	}
+	slices.SortFunc(out, func(a, b DoubleGrant) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+var errNoTraffic = errors.New("no traffic")
+
+func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return pgx.Connect(cctx, dsn)
+}

@@ -1,0 +1,276 @@
+package pgserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The parts of a server's life the fault tests need: standbys, promotion,
+// kill -9, a paused walreceiver, base backups and dumps. Every server here
+// listens on a unix socket in its own directory only.
+
+// Data is the server's data directory.
+func (s *Server) Data() string { return filepath.Join(s.Dir, "data") }
+
+// newDir makes a directory for another server of the same installation
+// under parent, owned by the server's user.
+func (s *Server) newDir(parent string) (*Server, error) {
+	dir, err := os.MkdirTemp(parent, "pglease-pg-")
+	if err != nil {
+		return nil, err
+	}
+	n := &Server{Install: s.Install, Dir: dir, Port: s.Port, User: s.User, cred: s.cred, settings: s.settings}
+	if n.cred != nil {
+		if err := os.Chown(dir, int(n.cred.Uid), int(n.cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// writeConf appends lines to the data directory's postgresql.auto.conf
+// and writes the named empty signal files.
+func (s *Server) writeConf(lines []string, signals ...string) error {
+	f, err := os.OpenFile(filepath.Join(s.Data(), "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintln(f, l)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, sig := range signals {
+		if err := os.WriteFile(filepath.Join(s.Data(), sig), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	return s.own(s.Data())
+}
+
+// own gives a tree to the server's user.
+func (s *Server) own(root string) error {
+	if s.cred == nil {
+		return nil
+	}
+	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(s.cred.Uid), int(s.cred.Gid))
+	})
+}
+
+// BaseBackup copies the running server with pg_basebackup (its WAL
+// streamed alongside) into a new server directory under parent, not
+// started.
+func (s *Server) BaseBackup(ctx context.Context, parent string) (*Server, error) {
+	n, err := s.newDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	if out, err := n.run(ctx, "pg_basebackup", "-D", n.Data(), "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User,
+		"-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+		n.remove()
+		return nil, fmt.Errorf("pg_basebackup: %w\n%s", err, out)
+	}
+	// the copy starts with its own settings and log, none of the source's
+	// standby or archive files
+	os.Remove(filepath.Join(n.Data(), "postmaster.pid"))
+	return n, nil
+}
+
+// StartStandby makes a streaming standby of s under parent, named
+// (application_name) name, and starts it.
+func (s *Server) StartStandby(ctx context.Context, parent, name string) (*Server, error) {
+	n, err := s.BaseBackup(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	conninfo := fmt.Sprintf("host=%s port=%d user=%s application_name=%s", s.Dir, s.Port, s.User, name)
+	if err := n.writeConf([]string{"primary_conninfo = '" + conninfo + "'"}, "standby.signal"); err != nil {
+		n.remove()
+		return nil, err
+	}
+	if err := n.Restart(ctx); err != nil {
+		n.remove()
+		return nil, err
+	}
+	return n, nil
+}
+
+// StartRecovered starts a base backup as a new primary: with archive
+// recovery from archive (a directory of WAL files) it ends on a new
+// timeline; without (archive ""), it starts as after a crash, on the
+// backup's own timeline.
+func (s *Server) StartRecovered(ctx context.Context, archive string) error {
+	if archive != "" {
+		lines := []string{"restore_command = 'cp " + archive + "/%f %p'", "recovery_target_timeline = 'latest'"}
+		if err := s.writeConf(lines, "recovery.signal"); err != nil {
+			return err
+		}
+	}
+	if err := s.Restart(ctx); err != nil {
+		return err
+	}
+	return s.waitPrimary(ctx)
+}
+
+// Promote promotes a standby and waits until it takes writes.
+func (s *Server) Promote(ctx context.Context) error {
+	if out, err := s.run(ctx, "pg_ctl", "-D", s.Data(), "-w", "-t", "60", "promote"); err != nil {
+		return fmt.Errorf("pg_ctl promote: %w\n%s%s", err, out, s.Log())
+	}
+	return s.waitPrimary(ctx)
+}
+
+func (s *Server) waitPrimary(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+		if err == nil {
+			var rec bool
+			err = conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&rec)
+			conn.Close(ctx)
+			if err == nil && !rec {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server in %s did not take writes within 60 s (%v)\n%s", s.Dir, err, s.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill kills the postmaster and every process it started with SIGKILL,
+// all at once, as the kernel's OOM killer or a power cut would leave
+// them: nothing is written after the signal.
+func (s *Server) Kill() error {
+	b, err := os.ReadFile(filepath.Join(s.Data(), "postmaster.pid"))
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	pm, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		return fmt.Errorf("kill: postmaster.pid: %w", err)
+	}
+	pids := append(children(pm), pm)
+	for _, p := range pids {
+		syscall.Kill(p, syscall.SIGSTOP) // freeze all first: none acts on another's death
+	}
+	for _, p := range pids {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	for _, p := range pids {
+		for i := 0; i < 200 && syscall.Kill(p, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// children are the processes whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PauseReplication stops (SIGSTOP) a standby's walreceiver, so that it
+// receives nothing more until ResumeReplication; it returns the
+// process's pid.
+func (s *Server) PauseReplication(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var pid int
+	for i := 0; ; i++ {
+		err = conn.QueryRow(ctx, "SELECT pid FROM pg_stat_wal_receiver").Scan(&pid)
+		if err == nil || i == 100 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("no walreceiver on the standby in %s: %w", s.Dir, err)
+	}
+	return pid, syscall.Kill(pid, syscall.SIGSTOP)
+}
+
+// ResumeReplication lets a paused walreceiver go on.
+func ResumeReplication(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
+
+// Dump is pg_dump of database db in the custom format, into file.
+func (s *Server) Dump(ctx context.Context, db, file string) error {
+	if out, err := s.run(ctx, "pg_dump", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-Fc", "-f", file, db); err != nil {
+		return fmt.Errorf("pg_dump: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Restore creates database db and restores a custom-format dump into it.
+func (s *Server) Restore(ctx context.Context, db, file string) error {
+	if err := Exec(ctx, s.DSN("postgres"), "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+		return err
+	}
+	if out, err := s.run(ctx, "pg_restore", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-d", db, "--exit-on-error", file); err != nil {
+		return fmt.Errorf("pg_restore: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// NewCluster initialises and starts another cluster of the same
+// installation and settings (a new system identifier) under parent.
+func (s *Server) NewCluster(ctx context.Context, parent string) (*Server, error) {
+	n, err := s.newDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	if out, err := n.run(ctx, "initdb", InitdbArgs(n.Data(), n.User)...); err != nil {
+		n.remove()
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	if err := n.Restart(ctx); err != nil {
+		n.remove()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Remove stops the server if it runs (immediately) and removes its
+// directory.
+func (s *Server) Remove() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.run(ctx, "pg_ctl", "-D", s.Data(), "-m", "immediate", "-w", "stop")
+	s.remove()
+}
