@@ -20,6 +20,10 @@
 #   make bench-ab BASE=REV    this tree's pg_lease against commit REV's
 #   make soak-storage         lease.leases over 10,000,000 cycles on 1,000 and
 #                             100,000 names, sampled every 500,000 (SOAK_CYCLES)
+#   make failover-ci          the fault tests (internal/faults), short, on
+#                             this machine's PostgreSQL; make test runs it
+#   make failover             the same, longer, in the Debian images of
+#                             15, 17, 18 and 19 (FAILOVER_DURATION=20s)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make deb-proof            the same with the debs and apt-get on Debian
@@ -59,7 +63,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab soak-storage,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab soak-storage failover,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -77,7 +81,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -91,7 +95,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) lint-ci go-test stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
+	$(MAKE) lint-ci go-test failover-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
@@ -109,10 +113,34 @@ images: docker
 lint-ci:
 	$(GO) tool actionlint
 
+# The fault tests run on their own (failover-ci), not beside the other
+# packages' tests: their servers do real work on both sides of a fault.
 go-test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$)
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# Fault injection (internal/faults): every scenario with 0.3.0 and the
+# variants that lack what it tests, over real servers on unix sockets.
+# failover-ci is make test's short run on this machine's PostgreSQL;
+# make failover runs longer on each major whose Debian image carries
+# pg_basebackup and pg_dump (the npm builds of 14 and 16 do not), the
+# test binary inside the image's container (network none).
+FAULTS_DURATION ?= 4s
+failover-ci:
+	PG_CONFIG=$(PG_CONFIG) $(GO) test -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.duration=$(FAULTS_DURATION)
+FAILOVER_DURATION ?= 20s
+FAILOVER_MAJORS ?= 15 17 18 19
+failover: docker images
+	@mkdir -p $(BUILD)
+	CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/faults.test ./internal/faults
+	@for m in $(FAILOVER_MAJORS); do \
+	  echo "== PostgreSQL $$m"; \
+	  docker run --rm --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro \
+	    -e PG_CONFIG=/usr/lib/postgresql/$$m/bin/pg_config $(PGLEASE_IMAGE):$$m \
+	    /faults.test -test.v -test.count=1 -test.timeout=60m -test.run TestScenarios -faults.duration=$(FAILOVER_DURATION) \
+	    | grep -E '^(=== RUN|--- |    faults_test|ok|FAIL|PASS)' || exit 1; \
+	done
 
 matrix:
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --image $(PGLEASE_IMAGE) --results $(RESULTS) --junit $(BUILD)/junit.xml

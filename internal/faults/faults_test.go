@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +34,8 @@ func TestScenarios(t *testing.T) {
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			variants := []Variant{Shipped}
-			for _, v := range s.Needs {
-				if v.Name != Shipped.Name {
+			for _, v := range append(slices.Clone(s.Needs), s.Loses...) {
+				if !slices.ContainsFunc(variants, func(x Variant) bool { return x.Name == v.Name }) {
 					variants = append(variants, v)
 				}
 			}
@@ -44,9 +45,15 @@ func TestScenarios(t *testing.T) {
 				if r.Err != nil {
 					t.Fatalf("%s with %s: %v", s.Name, v.Name, r.Err)
 				}
-				wantDoubles := false
-				for _, n := range s.Needs {
-					wantDoubles = wantDoubles || n.Name == v.Name
+				is := func(x Variant) bool { return x.Name == v.Name }
+				wantDoubles, wantLost := slices.ContainsFunc(s.Needs, is), slices.ContainsFunc(s.Loses, is)
+				if r.Counted {
+					switch {
+					case wantLost && r.Lost == 0:
+						t.Errorf("%s with %s: no acknowledged grant lost; the scenario cannot show what the floor buys", s.Name, v.Name)
+					case !wantLost && r.Lost > 0:
+						t.Errorf("%s with %s: %d acknowledged grants lost", s.Name, v.Name, r.Lost)
+					}
 				}
 				switch {
 				case wantDoubles && len(r.Doubles) == 0:
@@ -64,6 +71,9 @@ func (r Result) Line() string {
 	c := r.Counts
 	s := fmt.Sprintf("%-18s %-24s %5d calls before, %5d after (%d grants after, %d failed calls after, %d unknown, %d warned): %d double grants",
 		r.Scenario, r.Variant, c.Before, c.After, c.GrantsAfter, c.FailedAfter, c.Unknown, c.Warned, len(r.Doubles))
+	if r.Counted {
+		s += fmt.Sprintf(", %d acknowledged grants lost", r.Lost)
+	}
 	if len(r.Doubles) > 0 {
 		s += "; first: " + r.Doubles[0].String()
 	}

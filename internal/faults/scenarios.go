@@ -45,17 +45,19 @@ type Scenario struct {
 	What string
 	// Settings of the sessions (synchronous_commit = off, say).
 	Sessions []string
-	// Server settings of the primary.
+	// Server settings of the primary ("name = 'value'"), set with ALTER
+	// SYSTEM once the standby runs (not on the standby, nor on the server
+	// a promotion makes of it).
 	Primary []string
 	// Standby: the primary gets a streaming standby named s1 (made
 	// synchronous by Primary's synchronous_standby_names).
 	Standby bool
-	// CommitTimeout makes clients cancel a COMMIT that waits longer.
-	CommitTimeout time.Duration
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
-	// Needs are the variants that must show double grants here.
-	Needs []Variant
+	// Needs are the variants that must show double grants here; Loses,
+	// those that must lose an acknowledged grant (the scenario's Fault
+	// counts them with e.lost).
+	Needs, Loses []Variant
 }
 
 // env is a run's servers and client groups.
@@ -65,6 +67,9 @@ type env struct {
 	standby *pgserver.Server
 	servers []*pgserver.Server // everything to remove at the end
 	groups  []*target          // two groups of clients
+	w       *workload
+	lostN   int  // acknowledged grants the surviving server lacks
+	counted bool // lostN was counted
 	variant Variant
 	say     func(string, ...any)
 }
@@ -77,74 +82,114 @@ func (e *env) moveAll(s *pgserver.Server) {
 
 const db = "faults"
 
+// hold keeps every client from connecting until the clients are moved.
+func (e *env) hold() {
+	for _, g := range e.groups {
+		g.set("host=/nonexistent-pglease-hold")
+	}
+}
+
+// lost counts the grants acknowledged before the fault that the server
+// which goes on (before any client reaches it) lacks: its row of the name
+// has a lower epoch.
+func (e *env) lost(ctx context.Context, s *pgserver.Server) error {
+	conn, err := connect(ctx, s.DSN(db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT name, epoch FROM lease.leases")
+	if err != nil {
+		return err
+	}
+	have := map[string]int64{}
+	for rows.Next() {
+		var n string
+		var ep int64
+		if err := rows.Scan(&n, &ep); err != nil {
+			return err
+		}
+		have[n] = ep
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	for _, g := range e.w.grants {
+		if g.Sure && !g.After && g.Epoch > have[g.Name] {
+			e.lostN++
+		}
+	}
+	e.counted = true
+	return nil
+}
+
 // Scenarios, in the order of the contract's list.
 var Scenarios = []Scenario{
 	{
 		Name: "crash", What: "kill -9 of the server, sessions at synchronous_commit = off",
 		Sessions: []string{"SET synchronous_commit = off"},
 		Fault: func(ctx context.Context, e *env) error {
+			e.hold()
 			if err := e.primary.Kill(); err != nil {
 				return err
 			}
-			return e.primary.Restart(ctx)
+			if err := e.primary.Restart(ctx); err != nil {
+				return err
+			}
+			if err := e.lost(ctx, e.primary); err != nil {
+				return err
+			}
+			e.moveAll(e.primary)
+			return nil
 		},
-		Needs: []Variant{V020, NoFloor},
+		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
 	},
 	{
-		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby",
+		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby, sessions at synchronous_commit = off",
 		Sessions: []string{"SET synchronous_commit = off"},
-		Primary:  []string{"synchronous_standby_names=s1"}, Standby: true,
+		Primary:  []string{"synchronous_standby_names = 's1'"}, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
+			e.hold()
 			if err := e.primary.Kill(); err != nil {
 				return err
 			}
 			if err := e.standby.Promote(ctx); err != nil {
 				return err
 			}
+			if err := e.lost(ctx, e.standby); err != nil {
+				return err
+			}
 			e.moveAll(e.standby)
 			return nil
 		},
-		Needs: []Variant{V020, NoFloor},
+		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
 	},
 	{
 		Name: "async-failover", What: "the asynchronous standby 1 s behind, kill -9 of the primary, promotion",
 		Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
-			pid, err := e.standby.PauseReplication(ctx)
-			if err != nil {
-				return err
-			}
-			time.Sleep(time.Second)
-			if err := e.primary.Kill(); err != nil {
-				return err
-			}
-			pgserver.ResumeReplication(pid)
-			if err := e.standby.Promote(ctx); err != nil {
-				return err
-			}
-			e.moveAll(e.standby)
-			return nil
+			return e.partitionThenFailover(ctx)
 		},
 		Needs: []Variant{V020, NoEras},
 	},
 	{
 		Name: "cancelled-wait", What: "the synchronous standby stalled, clients cancel their waiting COMMITs, kill -9, promotion",
-		Primary: []string{"synchronous_standby_names=s1"}, Standby: true, CommitTimeout: 100 * time.Millisecond,
+		Primary: []string{"synchronous_standby_names = 's1'"}, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
-			pid, err := e.standby.PauseReplication(ctx)
-			if err != nil {
-				return err
+			// the clients' cancel requests: a COMMIT that waits for the
+			// standby is cancelled (what a client's cancel request does:
+			// SIGINT to its backend), and returns success with the warning
+			stop := make(chan struct{})
+			done := make(chan error, 1)
+			go func() { done <- e.cancelWaits(ctx, stop) }()
+			err := e.partitionThenFailover(ctx)
+			close(stop)
+			if cerr := <-done; err == nil {
+				err = cerr
 			}
-			time.Sleep(time.Second)
-			if err := e.primary.Kill(); err != nil {
-				return err
-			}
-			pgserver.ResumeReplication(pid)
-			if err := e.standby.Promote(ctx); err != nil {
-				return err
-			}
-			e.moveAll(e.standby)
-			return nil
+			return err
 		},
 		Needs: []Variant{V020, NoEras},
 	},
@@ -152,9 +197,10 @@ var Scenarios = []Scenario{
 		Name: "split-brain", What: "replication cut, the standby promoted, clients on both the old and the new primary",
 		Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
-			if _, err := e.standby.PauseReplication(ctx); err != nil {
+			if err := e.standby.CutReplication(ctx); err != nil {
 				return err
 			}
+			time.Sleep(500 * time.Millisecond)
 			if err := e.standby.Promote(ctx); err != nil {
 				return err
 			}
@@ -166,7 +212,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "dump-restore", What: "a dump taken while clients run, restored into a new cluster, the source still granting",
 		Fault: func(ctx context.Context, e *env) error {
-			file := filepath.Join(e.dir, "dump")
+			file := filepath.Join(e.primary.Dir, "dump") // pg_dump runs as the server's user
 			if err := e.primary.Dump(ctx, db, file); err != nil {
 				return err
 			}
@@ -206,6 +252,47 @@ var Scenarios = []Scenario{
 	},
 }
 
+// cancelWaits cancels, every 20 ms until stop, each backend of the
+// primary that waits for synchronous replication.
+func (e *env) cancelWaits(ctx context.Context, stop chan struct{}) error {
+	conn, err := connect(ctx, e.primary.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		// the primary may be gone (killed): then there is nothing to cancel
+		if _, err := conn.Exec(ctx, "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"); err != nil {
+			<-stop
+			return nil
+		}
+	}
+}
+
+// partitionThenFailover cuts the standby off, lets the clients go on for
+// a second (commits the standby lacks; on a synchronous primary, commits
+// that wait, which the clients of cancelled-wait cancel), kills the
+// primary and promotes the standby.
+func (e *env) partitionThenFailover(ctx context.Context) error {
+	if err := e.standby.CutReplication(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if err := e.primary.Kill(); err != nil {
+		return err
+	}
+	if err := e.standby.Promote(ctx); err != nil {
+		return err
+	}
+	e.moveAll(e.standby)
+	return nil
+}
+
 // restoreBackup takes a base backup now, lets the clients go on for a
 // while (grants the backup lacks; across a restart of the primary with
 // restart), kills the primary and starts the backup as the new primary.
@@ -236,7 +323,8 @@ func (e *env) restoreBackup(ctx context.Context, archive, newEra, restart bool) 
 		return err
 	}
 	if newEra {
-		if err := pgserver.Exec(ctx, b.DSN(db), "SELECT lease.new_era()"); err != nil {
+		// as the docs say (a variant without the function goes on without it)
+		if err := pgserver.Exec(ctx, b.DSN(db), "DO $$ BEGIN IF to_regprocedure('lease.new_era()') IS NOT NULL THEN PERFORM lease.new_era(); END IF; END $$"); err != nil {
 			return err
 		}
 	}
@@ -259,7 +347,11 @@ type Result struct {
 	Server            string
 	Counts            Counts
 	Doubles           []DoubleGrant
-	Err               error
+	// Lost are the grants acknowledged before the fault that the server
+	// going on lacked (counted where the scenario counts them: Counted)
+	Lost    int
+	Counted bool
+	Err     error
 }
 
 // Run runs scenario s with variant v on a fresh primary (and standby).
@@ -313,7 +405,10 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		return r
 	}
 	os.Chmod(archive, 0o777)
-	settings := append([]string{"fsync=on", "archive_mode=on", "archive_command='cp %p " + archive + "/%f'"}, s.Primary...)
+	// wal_writer_delay = 1s: commits at synchronous_commit = off stay
+	// unflushed for up to a second, so that the runs that lose them do so
+	// reliably
+	settings := []string{"fsync=on", "wal_writer_delay=1s", "archive_mode=on", "archive_command='cp %p " + archive + "/%f'"}
 	primary, err := pgserver.StartWith(ctx, inst, dir, settings...)
 	if err != nil {
 		r.Err = err
@@ -340,8 +435,18 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		}
 		e.servers = append(e.servers, e.standby)
 	}
+	for _, set := range s.Primary {
+		if err := pgserver.Exec(ctx, primary.DSN("postgres"), "ALTER SYSTEM SET "+set, "SELECT pg_reload_conf()"); err != nil {
+			r.Err = err
+			return r
+		}
+	}
+	if len(s.Primary) > 0 {
+		time.Sleep(200 * time.Millisecond) // the reload reaches every backend
+	}
 	e.moveAll(primary)
-	w := &workload{settings: append(append([]string{}, s.Sessions...), v.Settings...), commitTimeout: s.CommitTimeout}
+	w := &workload{settings: append(append([]string{}, s.Sessions...), v.Settings...)}
+	e.w = w
 	for i := range max(o.Names, 1) {
 		w.names = append(w.names, fmt.Sprintf("n%d", i))
 	}
@@ -366,7 +471,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	<-done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r.Counts, r.Doubles = w.counts, doubleGrants(w.grants)
+	r.Counts, r.Doubles, r.Lost, r.Counted = w.counts, doubleGrants(w.grants), e.lostN, e.counted
 	switch {
 	case ferr != nil:
 		r.Err = fmt.Errorf("the fault: %w", ferr)

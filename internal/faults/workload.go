@@ -52,9 +52,6 @@ func (t *target) get() string    { return *t.dsn.Load() }
 type workload struct {
 	names    []string
 	settings []string // SET statements each connection runs first
-	// commitTimeout bounds a COMMIT (statement_timeout) when a scenario
-	// has clients cancel their waits for synchronous replication
-	commitTimeout time.Duration
 
 	mu     sync.Mutex
 	grants []Grant
@@ -216,11 +213,6 @@ func (c *client) step(ctx context.Context) error {
 
 func (c *client) commit(ctx context.Context, tx pgx.Tx) error {
 	c.warned.Store(false)
-	if c.w.commitTimeout > 0 {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", c.w.commitTimeout.Milliseconds())); err != nil {
-			return err
-		}
-	}
 	return tx.Commit(ctx)
 }
 

@@ -203,6 +203,33 @@ func children(pid int) []int {
 	return out
 }
 
+// CutReplication stops a standby's replication, as a network partition
+// would: its primary_conninfo names no server any more (reloaded, so the
+// walreceiver restarts and cannot connect); it goes on as a standby with
+// what it received, and a synchronous primary waits for it.
+func (s *Server) CutReplication(ctx context.Context) error {
+	if err := Exec(ctx, s.DSN("postgres"), "ALTER SYSTEM SET primary_conninfo = 'host=/nonexistent-pglease-partition'",
+		"SELECT pg_reload_conf()"); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for i := 0; i < 200; i++ {
+		var streaming bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming')").Scan(&streaming); err != nil {
+			return err
+		}
+		if !streaming {
+			return nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("the standby in %s still streams after its primary_conninfo was cut", s.Dir)
+}
+
 // PauseReplication stops (SIGSTOP) a standby's walreceiver, so that it
 // receives nothing more until ResumeReplication; it returns the
 // process's pid.
