@@ -30,7 +30,10 @@ CREATE TABLE @extschema@.eras (
     system_identifier bigint      NOT NULL,
     boot              timestamptz NOT NULL,
     began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier),
+    -- (a dump restored into another database of the same cluster brings
+    -- its source's installation row beside the one its CREATE EXTENSION
+    -- made: the same band and system, another start)
+    CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, began_at),
     CONSTRAINT eras_numbers_check CHECK (generation BETWEEN 0 AND 63 AND timeline BETWEEN 1 AND 1023
                                          AND new_eras BETWEEN 0 AND 32767),
     CONSTRAINT eras_band_check CHECK (band = CASE WHEN installed THEN 0 ELSE ((generation)::bigint << 25 | (timeline)::bigint << 15 | (new_eras)) END)
@@ -107,11 +110,11 @@ BEGIN
     v_tli := CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
          ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END;
     -- the current era: the highest band; of two rows with one band (the
-    -- installation eras of a restored copy and of its source), the one
-    -- recorded on another server
+    -- installation eras of a restored copy and of its source), the first
+    -- recorded (the source's)
     SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.boot INTO e
       FROM @extschema@.eras AS r
-     ORDER BY r.band DESC, r.system_identifier = v_sysid
+     ORDER BY r.band DESC, r.began_at
      LIMIT 1;
     IF e.system_identifier = v_sysid AND e.timeline = v_tli AND e.boot = pg_postmaster_start_time() THEN
         RETURN e.band;
@@ -142,9 +145,9 @@ BEGIN
                                   v_sysid, v_tli, v_band, e.band, e.system_identifier, e.timeline),
                   HINT = 'Call lease.new_era() to begin an era above it.';
     END IF;
+    -- (two calls entering the same era at once record it twice: one band)
     INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier, boot)
-    VALUES (v_band, v_gen, v_tli, v_n, false, v_sysid, pg_postmaster_start_time())
-    ON CONFLICT ON CONSTRAINT eras_pkey DO NOTHING;
+    VALUES (v_band, v_gen, v_tli, v_n, false, v_sysid, pg_postmaster_start_time());
     RETURN v_band;
 END
 $function$;
@@ -170,7 +173,7 @@ BEGIN
            AND (pg_is_in_recovery() OR r.timeline = CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
          ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END)
       FROM @extschema@.eras AS r
-     ORDER BY r.band DESC, r.system_identifier = v_sysid
+     ORDER BY r.band DESC, r.began_at
      LIMIT 1;
 END
 $function$;
@@ -200,7 +203,8 @@ BEGIN
     v_band := @extschema@.era_band();
     v_sysid := (pg_control_system()).system_identifier;
     SELECT r.generation, r.timeline, r.new_eras INTO e
-      FROM @extschema@.eras AS r WHERE r.band = v_band AND r.system_identifier = v_sysid;
+      FROM @extschema@.eras AS r WHERE r.band = v_band AND r.system_identifier = v_sysid
+     ORDER BY r.began_at LIMIT 1;
     -- to the next multiple of 64: a copy that calls it (a base backup
     -- restored without archive recovery) ranks above the eras its source
     -- began by restarting after the copy was made, up to 64 - 1 of them
