@@ -105,7 +105,7 @@ type branch struct {
 	prev    *state
 	entered bool
 	parent  *branch
-	forkAt int // the step at which it was forked from parent
+	forkAt  int // the step at which it was forked from parent
 	// states are its state after each of its steps, for forks that lose
 	// a tail
 	states []state
@@ -144,7 +144,7 @@ type history struct {
 	branches []*branch
 	grants   []grant
 	nextSys  int64
-	nextBoot int64 // every start of a server is a new run (its postmaster start time)
+	nextBoot int64           // every start of a server is a new run (its postmaster start time)
 	maxTLI   map[int64]int64 // the highest timeline of each system identifier (a shared archive)
 	restored map[int64]bool  // generations a restore was made from
 	ops      []string
