@@ -29,12 +29,14 @@ func newBuild() *cobra.Command {
 	c := &buildCmd{}
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build the source tarball, RPM spec, RPMs and EL9 repository trees",
+		Short: "Build the source tarball, the RPMs and debs, their signed repository trees and host files",
 		Long: "Build into --out (replaced as a whole; a directory not written by build is\n" +
 			"refused): the source tarball, the spec, per major a source RPM (SRPMS/) and\n" +
 			"a noarch binary RPM, and the repository trees el9.x86_64/ and el9.aarch64/\n" +
-			"with their metadata, plus SHA256SUMS. The default builder writes the\n" +
-			"packages in pure Go; --builder rpmbuild runs the spec through rpmbuild.\n" +
+			"with their metadata; per major a deb, in the apt repository apt/ (pool/, and\n" +
+			"dists/ with binary-amd64 and binary-arm64 indexes); plus SHA256SUMS. The\n" +
+			"default builder writes the packages in pure Go; --builder rpmbuild runs the\n" +
+			"spec through rpmbuild, --builder dpkg the debian/ tree through dpkg-buildpackage.\n" +
 			"SOURCE_DATE_EPOCH (default: the newest changelog date) sets every time\n" +
 			"stamp: two builds with the same value are byte-identical.\n\n" +
 			"--sign-key FILE (an armored OpenPGP private key; its passphrase, if any, in\n" +

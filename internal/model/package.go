@@ -66,9 +66,10 @@ var Packages = Packaging{
 	Changelog: []Change{{
 		Date: "2026-12-01", Version: "0.3.0", Release: 1,
 		Lines: []string{
-			"Durable changes: a transaction that changed a lease commits at least at synchronous_commit = on (lease.synchronous_commit)",
-			"Eras: after a promotion, a restore into another cluster or lease.new_era(), every epoch is above every earlier one",
-			"lease.current_era() and lease.new_era(); updates from 0.1.0 and 0.2.0, checked against a fresh install",
+			"Eras: after a restart, a promotion or a restore, epochs are above all before",
+			"A change to a lease commits at least at synchronous_commit = on",
+			"lease.current_era(), lease.new_era(), lease.synchronous_commit",
+			"Updates from 0.1.0 and 0.2.0, checked against a fresh install",
 		},
 	}, {
 		Date: "2026-11-30", Version: "0.2.0", Release: 1,

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -410,7 +411,13 @@ func TestPayloadUnpacksHere(t *testing.T) {
 		if strings.HasSuffix(name, ".src.rpm") {
 			want = "./pg_lease-" + ver + ".tar.gz\n" + "./pg_lease.spec\n"
 		} else {
-			want = "./usr/pgsql-17/share/extension/pg_lease--0.1.0--0.2.0.sql\n./usr/pgsql-17/share/extension/pg_lease--0.1.0.sql\n./usr/pgsql-17/share/extension/pg_lease--0.2.0.sql\n./usr/pgsql-17/share/extension/pg_lease.control\n./usr/share/doc/pg_lease_17/README.md\n./usr/share/licenses/pg_lease_17/LICENSE\n"
+			// every script the model names, in the order find | sort gives
+			var scripts []string
+			for _, f := range append(model.PgLease.Scripts(), model.PgLease.ControlFile()) {
+				scripts = append(scripts, "./usr/pgsql-17/share/extension/"+f)
+			}
+			slices.Sort(scripts)
+			want = strings.Join(scripts, "\n") + "\n./usr/share/doc/pg_lease_17/README.md\n./usr/share/licenses/pg_lease_17/LICENSE\n"
 		}
 		if string(out) != want {
 			t.Errorf("%s unpacked into its directory:\n%s\nwant\n%s", name, out, want)

@@ -11,10 +11,10 @@ SHOW standard_conforming_strings;
 SHOW escape_string_warning;
 -- the new location column: where the server found the control file
 -- ($system: the share directory the packages install into)
-SELECT name, default_version, installed_version, location
+SELECT name, default_version = installed_version AS installed_default, location
   FROM pg_available_extensions WHERE name = 'pg_lease';
-SELECT version, location FROM pg_available_extension_versions
- WHERE name = 'pg_lease' ORDER BY version COLLATE "C";
+SELECT count(*) > 1 AS versions, min(location) AS location, max(location) = min(location) AS all_there
+  FROM pg_available_extension_versions WHERE name = 'pg_lease';
 -- log_lock_waits is on by default: a lease call that waits for a row
 -- lock logs it, and returns what it returned before
 SHOW log_lock_waits;
