@@ -44,23 +44,24 @@ func TestUpdateCheckCatchesMistakes(t *testing.T) {
 		want []string // in the difference, in order
 	}{
 		{"unchanged", func(s string) (string, error) { return s, nil }, nil},
-		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.purge_mark FROM PUBLIC"),
-			[]string{"relation lease.purge_mark differs", "- fresh:   acl {"}},
+		// (objects of the newest update, 0.2.0 to 0.3.0)
+		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC"),
+			[]string{"relation lease.eras differs", "- fresh:   acl {"}},
 		{"extra_grant", func(s string) (string, error) {
-			return s + "GRANT SELECT ON TABLE @extschema@.purge_mark TO PUBLIC;\n", nil
-		}, []string{"relation lease.purge_mark differs", "=r/"}},
-		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.guard(text, text, bigint) IS"),
-			[]string{"function lease.guard(text,text,bigint) differs", "+ updated: comment none"}},
-		{"forgets_config_dump", cut("SELECT pg_catalog.pg_extension_config_dump('@extschema@.purge_mark'"),
-			[]string{"differs", "- fresh:   config dump {lease.leases,lease.purge_mark}"}},
+			return s + "GRANT SELECT ON TABLE @extschema@.eras TO PUBLIC;\n", nil
+		}, []string{"relation lease.eras differs", "=r/"}},
+		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.current_era() IS"),
+			[]string{"function lease.current_era() differs", "+ updated: comment none"}},
+		{"forgets_config_dump", cut("SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras'"),
+			[]string{"differs", "- fresh:   config dump {lease.leases,lease.purge_mark,lease.eras}"}},
 		{"forgets_search_path", func(s string) (string, error) {
-			i := strings.Index(s, "CREATE FUNCTION @extschema@.purge(")
+			i := strings.Index(s, "CREATE FUNCTION @extschema@.new_era(")
 			j := strings.Index(s[i:], "SET search_path = pg_catalog, pg_temp\n")
 			if i < 0 || j < 0 {
-				return "", fmt.Errorf("%s: no purge function with a search path", script)
+				return "", fmt.Errorf("%s: no new_era function with a search path", script)
 			}
 			return s[:i+j] + s[i+j+len("SET search_path = pg_catalog, pg_temp\n"):], nil
-		}, []string{"function lease.purge(interval) differs", `- fresh:   config {"search_path=pg_catalog, pg_temp"}`}},
+		}, []string{"function lease.new_era() differs", `- fresh:   config {"search_path=pg_catalog, pg_temp"}`}},
 	}
 	inst, err := pgserver.FindInstall(ctx, "")
 	if err != nil {
