@@ -156,9 +156,8 @@ func TestSuitesPassInContainer(t *testing.T) {
 	}
 }
 
-// broken returns the embedded files with one line of an expected file
-// changed, so that test must fail.
-func broken(t *testing.T, file, old, new string) fs.FS {
+// embedded is a copy of the embedded files that a test may change.
+func embedded(t *testing.T) fstest.MapFS {
 	t.Helper()
 	m := fstest.MapFS{}
 	err := fs.WalkDir(pglease.Files, ".", func(p string, d fs.DirEntry, err error) error {
@@ -172,6 +171,14 @@ func broken(t *testing.T, file, old, new string) fs.FS {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// broken returns the embedded files with one line of an expected file
+// changed, so that test must fail.
+func broken(t *testing.T, file, old, new string) fs.FS {
+	t.Helper()
+	m := embedded(t)
 	s := string(m[file].Data)
 	if !strings.Contains(s, old) {
 		t.Fatalf("%s has no %q", file, old)
@@ -348,18 +355,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 // is one).
 func withTest(t *testing.T, dir, name string) fs.FS {
 	t.Helper()
-	m := fstest.MapFS{}
-	err := fs.WalkDir(pglease.Files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(pglease.Files, p)
-		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embedded(t)
 	for from, to := range map[string]string{name + ".sql": "regress/sql/" + name + ".sql", name + ".out": "regress/expected/" + name + ".out"} {
 		b, err := os.ReadFile(filepath.Join("testdata", dir, from))
 		if err != nil {

@@ -82,6 +82,25 @@ func (e *env) moveAll(s *pgserver.Server) {
 
 const db = "faults"
 
+// killThen holds the clients off, kills the primary, brings up the
+// server that goes on (next), counts the acknowledged grants it lacks and
+// moves every client to it.
+func (e *env) killThen(ctx context.Context, next func() (*pgserver.Server, error)) error {
+	e.hold()
+	if err := e.primary.Kill(); err != nil {
+		return err
+	}
+	s, err := next()
+	if err != nil {
+		return err
+	}
+	if err := e.lost(ctx, s); err != nil {
+		return err
+	}
+	e.moveAll(s)
+	return nil
+}
+
 // hold keeps every client from connecting until the clients are moved.
 func (e *env) hold() {
 	for _, g := range e.groups {
@@ -131,18 +150,7 @@ var Scenarios = []Scenario{
 		Name: "crash", What: "kill -9 of the server, sessions at synchronous_commit = off",
 		Sessions: []string{"SET synchronous_commit = off"},
 		Fault: func(ctx context.Context, e *env) error {
-			e.hold()
-			if err := e.primary.Kill(); err != nil {
-				return err
-			}
-			if err := e.primary.Restart(ctx); err != nil {
-				return err
-			}
-			if err := e.lost(ctx, e.primary); err != nil {
-				return err
-			}
-			e.moveAll(e.primary)
-			return nil
+			return e.killThen(ctx, func() (*pgserver.Server, error) { return e.primary, e.primary.Restart(ctx) })
 		},
 		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
 	},
@@ -151,18 +159,7 @@ var Scenarios = []Scenario{
 		Sessions: []string{"SET synchronous_commit = off"},
 		Primary:  []string{"synchronous_standby_names = 's1'"}, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
-			e.hold()
-			if err := e.primary.Kill(); err != nil {
-				return err
-			}
-			if err := e.standby.Promote(ctx); err != nil {
-				return err
-			}
-			if err := e.lost(ctx, e.standby); err != nil {
-				return err
-			}
-			e.moveAll(e.standby)
-			return nil
+			return e.killThen(ctx, func() (*pgserver.Server, error) { return e.standby, e.standby.Promote(ctx) })
 		},
 		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
 	},
