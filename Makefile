@@ -128,7 +128,9 @@ go-test:
 # test binary inside the image's container (network none).
 FAULTS_DURATION ?= 4s
 failover-ci:
-	PG_CONFIG=$(PG_CONFIG) $(GO) test -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.duration=$(FAULTS_DURATION)
+	@mkdir -p $(BUILD)
+	@PG_CONFIG=$(PG_CONFIG) $(GO) test -v -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.duration=$(FAULTS_DURATION) > $(BUILD)/faults.log 2>&1; \
+	  status=$$?; grep -E '^(--- |    faults_test|ok|FAIL|PASS)' $(BUILD)/faults.log | sed 's/    faults_test.go:[0-9]*: //'; exit $$status
 FAILOVER_DURATION ?= 20s
 FAILOVER_MAJORS ?= 15 17 18 19
 failover: docker images
@@ -139,7 +141,9 @@ failover: docker images
 	  docker run --rm --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro \
 	    -e PG_CONFIG=/usr/lib/postgresql/$$m/bin/pg_config $(PGLEASE_IMAGE):$$m \
 	    /faults.test -test.v -test.count=1 -test.timeout=60m -test.run TestScenarios -faults.duration=$(FAILOVER_DURATION) \
-	    | grep -E '^(=== RUN|--- |    faults_test|ok|FAIL|PASS)' || exit 1; \
+	    > $(BUILD)/faults-$$m.log 2>&1; status=$$?; \
+	  grep -E '^(--- |    faults_test|ok|FAIL|PASS)' $(BUILD)/faults-$$m.log | sed 's/    faults_test.go:[0-9]*: //'; \
+	  [ $$status -eq 0 ] || exit $$status; \
 	done
 
 matrix:
