@@ -253,6 +253,23 @@ func (s *Server) PauseReplication(ctx context.Context) (int, error) {
 	return pid, syscall.Kill(pid, syscall.SIGSTOP)
 }
 
+// PauseWALWriter stops (SIGSTOP) the server's WAL writer, so that the
+// commits made at synchronous_commit = off from now on stay unflushed
+// (and unsent to standbys) until it goes on or the server dies: a fault
+// test's way to widen the window such commits are lost in.
+func (s *Server) PauseWALWriter(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid); err != nil {
+		return fmt.Errorf("no WAL writer in %s: %w", s.Dir, err)
+	}
+	return syscall.Kill(pid, syscall.SIGSTOP)
+}
+
 // ResumeReplication lets a paused walreceiver go on.
 func ResumeReplication(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
 
