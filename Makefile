@@ -198,7 +198,8 @@ bench-ab:
 	rm -rf $(BUILD)/ab && mkdir -p $(BUILD)/ab/src
 	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
-	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$(EXTVERSION).sql -majors $(AB_MAJOR) -rounds 6 -phase 2s
+	@# the baseline's own newest version (BASE may be an older release)
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds 6 -phase 2s
 
 # The proofs install a build signed with a key made for the tests (never
 # committed; kept in build/), so dnf runs with gpgcheck=1 and
