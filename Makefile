@@ -125,7 +125,9 @@ go-test:
 # failover-ci is make test's short run on this machine's PostgreSQL;
 # make failover runs longer on each major whose Debian image carries
 # pg_basebackup and pg_dump (the npm builds of 14 and 16 do not), the
-# test binary inside the image's container (network none).
+# test binary inside the image's container (network none; --init reaps
+# the killed servers, which a test binary as PID 1 would leave as zombies
+# holding their postmaster.pid).
 FAULTS_DURATION ?= 4s
 failover-ci:
 	@mkdir -p $(BUILD)
@@ -138,7 +140,7 @@ failover: docker images
 	CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/faults.test ./internal/faults
 	@for m in $(FAILOVER_MAJORS); do \
 	  echo "== PostgreSQL $$m"; \
-	  docker run --rm --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro \
+	  docker run --rm --init --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro \
 	    -e PG_CONFIG=/usr/lib/postgresql/$$m/bin/pg_config $(PGLEASE_IMAGE):$$m \
 	    /faults.test -test.v -test.count=1 -test.timeout=60m -test.run TestScenarios -faults.duration=$(FAILOVER_DURATION) \
 	    > $(BUILD)/faults-$$m.log 2>&1; status=$$?; \
