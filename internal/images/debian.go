@@ -312,10 +312,7 @@ func untarOne(b []byte) ([]byte, error) {
 
 // aptDir holds apt's private state for a source and architecture.
 func aptDir(o Options, src DebianSource) string {
-	suite := src.Suite
-	if src.Pocket != "" {
-		suite += "+" + src.Pocket
-	}
+	suite := src.String()
 	if o.Arch == firstArch {
 		return filepath.Join(o.CacheDir, "apt-"+suite)
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // The parts of a server's life the fault tests need: standbys, promotion,
-// kill -9, a paused walreceiver, base backups and dumps. Every server here
+// kill -9, a cut replication link, a paused WAL writer, base backups and
+// dumps. Every server here
 // listens on a unix socket in its own directory only.
 
 // Data is the server's data directory.
@@ -230,29 +231,6 @@ func (s *Server) CutReplication(ctx context.Context) error {
 	return fmt.Errorf("the standby in %s still streams after its primary_conninfo was cut", s.Dir)
 }
 
-// PauseReplication stops (SIGSTOP) a standby's walreceiver, so that it
-// receives nothing more until ResumeReplication; it returns the
-// process's pid.
-func (s *Server) PauseReplication(ctx context.Context) (int, error) {
-	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(ctx)
-	var pid int
-	for i := 0; ; i++ {
-		err = conn.QueryRow(ctx, "SELECT pid FROM pg_stat_wal_receiver").Scan(&pid)
-		if err == nil || i == 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("no walreceiver on the standby in %s: %w", s.Dir, err)
-	}
-	return pid, syscall.Kill(pid, syscall.SIGSTOP)
-}
-
 // PauseWALWriter stops (SIGSTOP) the server's WAL writer, so that the
 // commits made at synchronous_commit = off from now on stay unflushed
 // (and unsent to standbys) until it goes on or the server dies: a fault
@@ -270,8 +248,6 @@ func (s *Server) PauseWALWriter(ctx context.Context) error {
 	return syscall.Kill(pid, syscall.SIGSTOP)
 }
 
-// ResumeReplication lets a paused walreceiver go on.
-func ResumeReplication(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
 
 // Dump is pg_dump of database db in the custom format, into file.
 func (s *Server) Dump(ctx context.Context, db, file string) error {
