@@ -248,7 +248,6 @@ func (s *Server) PauseWALWriter(ctx context.Context) error {
 	return syscall.Kill(pid, syscall.SIGSTOP)
 }
 
-
 // Dump is pg_dump of database db in the custom format, into file.
 func (s *Server) Dump(ctx context.Context, db, file string) error {
 	if out, err := s.run(ctx, "pg_dump", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-Fc", "-f", file, db); err != nil {
