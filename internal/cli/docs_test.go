@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// The documents a reader meets: the README and everything in docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs found (%v)", err)
+	}
+	return append([]string{"../../README.md"}, files...)
+}
+
+// mdParts splits a markdown text into its prose (fenced blocks blanked,
+// lines kept so that numbers stay right) and its code: the fenced blocks'
+// lines and the inline code spans of the prose.
+func mdParts(text string) (prose []string, code []string) {
+	fence := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fence = !fence
+			prose = append(prose, "")
+			continue
+		}
+		if fence {
+			code = append(code, l)
+			prose = append(prose, "")
+			continue
+		}
+		prose = append(prose, l)
+	}
+	// a code span may run over a line break
+	for _, m := range codeSpan.FindAllStringSubmatch(strings.Join(prose, " "), -1) {
+		code = append(code, m[1])
+	}
+	return prose, code
+}
+
+var (
+	codeSpan = regexp.MustCompile("`([^`]+)`")
+	mdLink   = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	heading  = regexp.MustCompile(`^#{1,6}\s+(.+?)\s*$`)
+)
+
+// anchors are the heading ids GitHub gives a markdown file: lower case,
+// letters, digits, '-' and '_' kept, spaces to '-', the rest dropped, and
+// -1, -2 ... after a repeated one.
+func anchors(text string) map[string]bool {
+	prose, _ := mdParts(text)
+	seen := map[string]int{}
+	out := map[string]bool{}
+	for _, l := range prose {
+		m := heading.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		id := b.String()
+		if n := seen[id]; n > 0 {
+			seen[id] = n + 1
+			id += "-" + strconv.Itoa(n)
+		} else {
+			seen[id] = 1
+		}
+		out[id] = true
+	}
+	return out
+}
+
+// linkProblem says what is wrong with a relative link from file, or "".
+func linkProblem(file, target string) string {
+	if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+		return ""
+	}
+	path, frag, _ := strings.Cut(target, "#")
+	dest := file
+	if path != "" {
+		dest = filepath.Join(filepath.Dir(file), path)
+	}
+	st, err := os.Stat(dest)
+	if err != nil {
+		return "no file " + path
+	}
+	if frag == "" {
+		return ""
+	}
+	if st.IsDir() || !strings.HasSuffix(dest, ".md") {
+		return "an anchor into " + path + ", which is not a markdown file"
+	}
+	b, err := os.ReadFile(dest)
+	if err != nil {
+		return err.Error()
+	}
+	if !anchors(string(b))[frag] {
+		return "no heading #" + frag + " in " + filepath.Base(dest)
+	}
+	return ""
+}
+
+// TestDocLinks checks that every relative link in the README and docs/
+// points at a file, and at a heading of it that exists.
+func TestDocLinks(t *testing.T) {
+	links := 0
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose, _ := mdParts(string(b))
+		for n, l := range prose {
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				links++
+				if p := linkProblem(f, m[1]); p != "" {
+					t.Errorf("%s line %d: link %s: %s", filepath.Base(f), n+1, m[1], p)
+				}
+			}
+		}
+	}
+	if links < 10 {
+		t.Errorf("found only %d links in the docs; the pattern no longer matches them", links)
+	}
+}
+
+func TestLinkProblemCatchesBrokenLinks(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.md")
+	if err := os.WriteFile(a, []byte("# A title\n\n## The `x` call (0.2.0)\n\n```\n# not a heading\n```\n## Twice\n## Twice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ target, want string }{
+		{"a.md", ""},
+		{"a.md#a-title", ""},
+		{"#the-x-call-020", ""},
+		{"#twice-1", ""},
+		{"#not-a-heading", "no heading #not-a-heading"},
+		{"b.md", "no file b.md"},
+		{"a.md#missing", "no heading #missing"},
+		{"https://example.org/x#y", ""},
+	} {
+		if got := linkProblem(a, c.target); (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.target, got, c.want)
+		}
+	}
+}
+
+// TestDocCommandsExist checks that every pglease-gen command and flag the
+// README and docs/ show in code exists in this CLI (the check the workflow
+// test makes of the pipeline).
+func TestDocCommandsExist(t *testing.T) {
+	seen := 0
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, code := mdParts(string(b))
+		for _, l := range code {
+			l, _, _ = strings.Cut(l, " #") // a shell comment
+			for _, m := range invocation.FindAllStringSubmatch(l, -1) {
+				seen++
+				var args []string
+				for _, a := range strings.Fields(m[2]) {
+					args = append(args, strings.Trim(a, "[]`,."))
+				}
+				if err := checkInvocation(m[1], args); err != "" {
+					t.Errorf("%s: %s\n  %s", filepath.Base(f), err, strings.TrimSpace(l))
+				}
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("found only %d pglease-gen invocations in the docs; the pattern no longer matches them", seen)
+	}
+}
