@@ -13,16 +13,31 @@ import (
 // marker marks a directory Publish wrote, which it may replace.
 const marker = ".pglease-build"
 
+// CheckOut says whether Publish may replace dir: a missing or empty
+// directory, or one that Publish wrote. The build calls it before the
+// work, so that a refused --out costs nothing.
+func CheckOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", dir, err)
+	case len(entries) == 0:
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+		return fmt.Errorf("%s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
+	}
+	return nil
+}
+
 // Publish replaces dir with files: it writes them into a new directory
 // beside dir and swaps it in, so dir is never half-written. It refuses to
 // replace a non-empty directory that it did not write.
 func Publish(dir string, files render.Files) error {
 	dir = filepath.Clean(dir)
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-			return fmt.Errorf("%s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := CheckOut(dir); err != nil {
 		return err
 	}
 	parent := filepath.Dir(dir)

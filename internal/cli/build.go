@@ -84,6 +84,9 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if _, err := build.ParseRepoURL(c.repoURL); err != nil {
 		return err
 	}
+	if err := build.CheckOut(c.out); err != nil {
+		return err
+	}
 	if c.repoURL != "" && c.signKey == "" && !c.allowUnsigned {
 		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
 			model.PgLease.RepoFile(), model.PgLease.SourcesFile())

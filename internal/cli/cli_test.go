@@ -274,8 +274,10 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 	}
 	foreign := t.TempDir()
 	os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("mine"), 0o644)
-	if code, _, errs := run(t, "build", "--out", foreign); code != ExitUsage || !strings.Contains(errs, "was not written by pglease-gen build") {
+	if code, outs, errs := run(t, "build", "--out", foreign); code != ExitUsage || !strings.Contains(errs, "was not written by pglease-gen build") {
 		t.Errorf("build into a foreign directory: exit %d, %q", code, errs)
+	} else if outs != "" {
+		t.Errorf("build into a foreign directory worked before it refused (it must check first):\n%s", outs)
 	}
 	if b, _ := os.ReadFile(filepath.Join(foreign, "thesis.tex")); string(b) != "mine" {
 		t.Error("build touched a foreign directory")
