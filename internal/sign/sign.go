@@ -117,7 +117,38 @@ func (s *Signer) Armored(data []byte) ([]byte, error) {
 }
 
 // ClearSigned is data with a cleartext signature (apt's InRelease).
+//
+// go-crypto ends the signature's armor without the CRC-24 checksum line
+// (RFC 9580 leaves it out); GnuPG 2.2's gpgv, bookworm's, then reads the
+// END line as radix-64 data, and although it reports the good signature it
+// exits 2, which tools that trust its exit status refuse. So the signature
+// block is armored again, with its checksum, as the detached ones are.
 func (s *Signer) ClearSigned(data []byte) ([]byte, error) {
+	text, err := s.clearSignedNoChecksum(data)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.LastIndex(text, []byte("-----BEGIN PGP SIGNATURE-----"))
+	if at < 0 {
+		return nil, fmt.Errorf("sign: no signature block in the cleartext signature")
+	}
+	block, err := armor.Decode(bytes.NewReader(text[at:]))
+	if err != nil {
+		return nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
+	}
+	sig, err := io.ReadAll(block.Body)
+	if err != nil {
+		return nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
+	}
+	out := bytes.NewBuffer(append([]byte(nil), text[:at]...))
+	if err := armored(out, "PGP SIGNATURE", func(w io.Writer) error { _, err := w.Write(sig); return err }); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// clearSignedNoChecksum is go-crypto's cleartext signature as it writes it.
+func (s *Signer) clearSignedNoChecksum(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	w, err := clearsign.Encode(&buf, s.key, s.config())
 	if err != nil {

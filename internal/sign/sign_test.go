@@ -2,13 +2,17 @@ package sign
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
 )
 
 var created = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -100,5 +104,105 @@ func TestUnusableKeys(t *testing.T) {
 	}
 	if _, err := Load(plain, nil, created); err != nil {
 		t.Errorf("a key without a passphrase: %v", err)
+	}
+}
+
+// TestGnuPGAndSequoiaVerify checks the signatures with the verifiers apt
+// and repository tools run: GnuPG's gpgv (bookworm's 2.2) must accept the
+// cleartext-signed InRelease and the detached Release.gpg with exit
+// status 0, and Sequoia's sqv (bookworm's 1.1 checks detached signatures
+// only) the detached one. go-crypto's own cleartext output, without the
+// armor checksum, is the broken variant: when the signature's length is a
+// multiple of three (its radix-64 has no '=' padding to end it), gpgv
+// reads the END line as data, reports the good signature and exits 2.
+func TestGnuPGAndSequoiaVerify(t *testing.T) {
+	// testenv.Tools, which this package cannot import (testenv imports it)
+	if testing.Short() {
+		t.Skip("needs gpgv, sqv: skipped under -short (make test runs it)")
+	}
+	for _, tool := range []string{"gpgv", "sqv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("needs %s (make deps installs it): %v", tool, err)
+		}
+	}
+	// a key of the size keygen makes, whose signatures are 3 * n bytes long
+	b, _, err := Generate("pg_lease test", "test@pglease.invalid", 3072, nil, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	priv := write("key.asc", b)
+	var data bytes.Buffer
+	data.WriteString("Origin: pg-lease\nLabel: pg_lease\nSuite: bookworm\nCodename: bookworm\nArchitectures: amd64 arm64\nComponents: main\nSHA256:\n")
+	for i := range 12 {
+		fmt.Fprintf(&data, " %064x %6d main/binary-amd64/Packages%d\n", i, 100*i, i)
+	}
+	release := write("Release", data.Bytes())
+	run := func(name string, args ...string) (int, string) {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if e, ok := err.(*exec.ExitError); ok {
+			return e.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	shown := false
+	for i := range 4 {
+		s, err := Load(priv, nil, created.Add(time.Duration(i+1)*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, err := armor.Decode(bytes.NewReader(s.PublicKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, _ := io.ReadAll(block.Body)
+		keyring := write("key.gpg", bin)
+		keyAsc := write("key.pub.asc", s.PublicKey())
+		clear, _ := s.ClearSigned(data.Bytes())
+		detached, _ := s.Armored(data.Bytes())
+		tampered := bytes.Replace(clear, []byte("Suite: bookworm"), []byte("Suite: bookwarm"), 1)
+		cases := []struct {
+			what string
+			code int
+			tool string
+			args []string
+		}{
+			{"InRelease", 0, "gpgv", []string{"--keyring", keyring, write("InRelease", clear)}},
+			{"Release.gpg", 0, "gpgv", []string{"--keyring", keyring, write("Release.gpg", detached), release}},
+			{"Release.gpg", 0, "sqv", []string{"--keyring", keyAsc, filepath.Join(dir, "Release.gpg"), release}},
+			{"a tampered InRelease", 1, "gpgv", []string{"--keyring", keyring, write("InRelease.bad", tampered)}},
+		}
+		raw, _ := s.clearSignedNoChecksum(data.Bytes())
+		sig, _ := s.Detached(data.Bytes())
+		if len(sig)%3 == 0 {
+			shown = true
+			cases = append(cases, struct {
+				what string
+				code int
+				tool string
+				args []string
+			}{"go-crypto's InRelease (no armor checksum)", 2, "gpgv", []string{"--keyring", keyring, write("InRelease.raw", raw)}})
+		}
+		for _, c := range cases {
+			code, out := run(c.tool, c.args...)
+			if code != c.code {
+				t.Errorf("signature %d: %s %s: exit %d, want %d\n%s", i, c.tool, c.what, code, c.code, out)
+			}
+			if c.code == 0 && strings.Contains(out, "invalid radix64") {
+				t.Errorf("signature %d: %s %s: %s", i, c.tool, c.what, out)
+			}
+		}
+	}
+	if !shown {
+		t.Error("no signature of 3 * n bytes among 4: the broken variant did not run")
 	}
 }
