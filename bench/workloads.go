@@ -250,7 +250,6 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 	return r, nil
 }
 
-// procCPU is the CPU time a process has used (0 without /proc or a pid).
 // procCPU is the CPU time a process has used so far: from schedstat, in
 // nanoseconds, where the kernel has it; else from stat, in clock ticks.
 func procCPU(pid int) time.Duration {

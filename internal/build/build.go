@@ -1,6 +1,8 @@
 // Package build is pglease-gen build: the source tarball, the RPMs and
 // their repositories (package rpm), the debs and their apt repository
-// (package deb), and the checksums, in memory; Publish writes them.
+// (package deb), the checksums and, when signing or given a repository
+// URL, the public key and the .repo and .sources host files, in memory;
+// Publish writes them.
 package build
 
 import (

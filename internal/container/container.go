@@ -1,9 +1,11 @@
 // Package container runs the extension's regress and isolation suites
 // inside Docker containers, one per PostgreSQL major, in parallel: it starts
-// a container from the major's image with no network, copies the rendered
-// extension into the server's extension directory, starts a throwaway
-// server on a unix socket, runs pg_regress and pg_isolation_regress there,
-// copies the results back and removes the container.
+// a container from the major's image with no network, installs the
+// extension (copying the rendered files into the server's extension
+// directory, or with dnf or apt from a built repository), starts a
+// throwaway server on a unix socket, runs pg_regress and
+// pg_isolation_regress there for each version's pass and the update
+// checks, copies the results back and removes the container.
 package container
 
 import (

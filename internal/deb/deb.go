@@ -52,7 +52,7 @@ type Package struct {
 }
 
 // FileName is the deb's file name, e.g.
-// postgresql-17-pg-lease_0.1.0-1PGSTY~bookworm_all.deb.
+// postgresql-17-pg-lease_0.3.0-1PGSTY~bookworm_all.deb.
 func (p Package) FileName() string { return p.Name + "_" + p.Version + "_" + p.arch() + ".deb" }
 
 func (p Package) arch() string {

@@ -1,5 +1,6 @@
 // Package dist makes the source distribution: the tree a spec's Source0 and
-// PGXN expect (control file, install script, a PGXS Makefile, META.json,
+// PGXN expect (control file, every install and update script, a PGXS
+// Makefile, META.json, the debian/ directory dpkg-buildpackage reads,
 // README, LICENSE and both test suites) and its reproducible tar.gz.
 package dist
 
@@ -20,7 +21,7 @@ import (
 	"github.com/pglease/pglease-gen/internal/suite"
 )
 
-// Data is what the packaging templates (Makefile, META.json, the spec)
+// Data is what the packaging templates (Makefile, META.json, the spec, debian/)
 // see: the one template data of render.
 type Data = render.Data
 
@@ -113,7 +114,7 @@ type Options struct {
 // describe it.
 type Artifact struct {
 	Path   string `json:"path"` // relative to the output directory
-	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, deb, apt-release, checksums
+	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
 	Major  int    `json:"major,omitempty"`
 	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
 	Size   int    `json:"size"`

@@ -6,6 +6,11 @@
 // COMMIT failed (a lost connection) or returned with PostgreSQL's warning
 // that its wait for synchronous replication was cancelled counts as given:
 // the client cannot tell, and the contract counts it.
+//
+// Each scenario also runs the variants that lack what it tests (0.2.0,
+// 0.3.0 without the durability floor, 0.3.0 without eras), which must give
+// an epoch twice or lose an acknowledged grant: the check is shown able to
+// fail.
 package faults
 
 import (

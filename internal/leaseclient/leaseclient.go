@@ -1,7 +1,9 @@
 // Package leaseclient is pg_lease's SQL interface written once in Go:
-// CREATE EXTENSION and each lease.* call, with typed results. The stress
-// test, the benchmark, the fuzzer and the safety tests share it, so a
-// change of a signature is made in one place.
+// CREATE EXTENSION and the lease.* calls the stress test, the benchmark,
+// the fuzzer and the safety tests make (acquire, renew, release, inspect,
+// guard, purge), with typed results, so that a change of one of their
+// signatures is made in one place. internal/faults writes its own SQL:
+// its clients must see COMMIT's warning and failure themselves.
 //
 // Arguments are Go values that pgx encodes (string, int64, time.Duration),
 // nil for NULL, or, for an interval, a string in PostgreSQL's interval

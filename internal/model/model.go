@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Extension describes one release of the extension.
+// Extension describes the extension across its versions.
 type Extension struct {
 	// Name is the extension name used by CREATE EXTENSION.
 	Name string
@@ -92,7 +92,7 @@ func (e Extension) At(v string) (Extension, error) {
 	return e, fmt.Errorf("%s has no version %q", e.Name, v)
 }
 
-// ScriptFile is the newest version's install script, e.g. pg_lease--0.2.0.sql.
+// ScriptFile is the newest version's install script, e.g. pg_lease--0.3.0.sql.
 func (e Extension) ScriptFile() string { return e.InstallScript(e.Version()) }
 
 // InstallScript is the install script of version v.
@@ -144,7 +144,7 @@ func (e Extension) ParseMajors(spec string) ([]int, error) {
 	return out, nil
 }
 
-// MajorList is the supported majors as "14,15,16,17,18".
+// MajorList is the supported majors as "14,15,16,17,18,19".
 func (e Extension) MajorList() string {
 	parts := make([]string, len(e.Majors))
 	for i, m := range e.Majors {

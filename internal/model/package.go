@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Packaging holds the facts the source tarball, the RPM spec and the RPMs
-// render from.
+// Packaging holds the facts the source tarball, the RPM spec, the RPMs and
+// the debs render from.
 type Packaging struct {
 	// Release is the package release number (the 1 of 1PGSTY.el9).
 	Release int

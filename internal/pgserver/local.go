@@ -1,6 +1,9 @@
-// Package pgserver starts throwaway PostgreSQL servers for the test suites and
-// for Go tests: from a local installation found through pg_config, on a unix
-// socket in a private temporary directory, removed when stopped.
+// Package pgserver starts throwaway PostgreSQL servers for the Go tests, the
+// stress test, the fault tests and the bench: from an installation (found
+// through pg_config, or unpacked), on a unix socket in a private temporary
+// directory, removed when stopped. It gives the fault tests what they do to
+// servers (standbys, promotion, kill -9, cut replication, base backups,
+// dumps and restores) and runs PgBouncer in front of one.
 package pgserver
 
 import (

@@ -1,7 +1,8 @@
 // Package runner runs the extension's regress and isolation suites on one
 // target by one procedure, wherever PostgreSQL is: install the extension,
-// initdb, start a server on a unix socket, run both suites, copy the
-// results out, check, stop. A Target is only how to run commands there,
+// initdb, start a server on a unix socket, run both suites in each
+// version's pass, check every update path against a fresh install, copy
+// the results out, check, stop. A Target is only how to run commands there,
 // how to copy files in and out, and where PostgreSQL lives: this machine
 // (Host) and a container (package container) are two.
 package runner

@@ -1,7 +1,7 @@
 // Package stress runs many clients against pg_lease at once, records every
 // call with its client-side start and end times, and checks the history
 // and the final table against the lease's guarantees (the checker is in
-// check.go). The server runs on this machine, so the server's
+// check.go). The server must run on this machine, so that the server's
 // clock_timestamp() and the client's clock are the same clock.
 package stress
 

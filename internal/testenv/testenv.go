@@ -1,5 +1,5 @@
 // Package testenv divides the tests into two tiers. `go test -short ./...`
-// is the unit tier: no root, Docker, PostgreSQL or rpm tools, and every
+// is the unit tier: no root, Docker, PostgreSQL, rpm, dpkg or apt tools, and every
 // test that needs one of them skips, saying what it needs. The full run
 // (`make test`, which installs everything first) runs them all, and there a
 // missing tool fails the test rather than skipping it.
