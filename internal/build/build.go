@@ -31,7 +31,9 @@ type Options struct {
 	Pkg    model.Packaging
 	Src    fs.FS
 	Majors []int
-	Suffix string
+	// Distros are the distributions to build for; none: every one.
+	Distros []model.Distro
+	Suffix  string
 	// Builders names the native tools to build with: rpmbuild, dpkg, or
 	// both; empty (or "go") writes every package in pure Go.
 	Builders []string
@@ -75,11 +77,15 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if err != nil {
 		return nil, nil, err
 	}
-	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign})
+	distros := o.Distros
+	if len(distros) == 0 {
+		distros = model.Distros
+	}
+	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign})
 	if err != nil {
 		return nil, nil, err
 	}
-	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign})
+	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,10 +102,19 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		keyURL = repoURL + "/" + o.Ext.RPMKeyFile()
 	}
 	if repoURL != "" {
-		files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name, o.Ext.Name+" for EL9 ($basearch)",
-			repoURL+"/"+rpm.RepoDir(o.Pkg, "$basearch"), keyURL)
-		files[o.Ext.SourcesFile()] = deb.Sources(o.Pkg, o.Ext.DebSource(), repoURL+"/"+deb.RepoDir, key)
-		arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"}, dist.Artifact{Path: o.Ext.SourcesFile(), Kind: "repo-file"})
+		// one .repo for every EL release (dnf fills in $releasever and
+		// $basearch), and a .sources per codename: deb822 has no variable
+		// for the release, so a host takes the file of its own
+		if len(model.OfFormat(distros, model.RPM)) > 0 {
+			files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name, o.Ext.Name+" for EL$releasever ($basearch)",
+				repoURL+"/"+rpm.RepoDir(o.Pkg.For(model.Distro{Name: "el$releasever", Format: model.RPM}), "$basearch"), keyURL)
+			arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"})
+		}
+		for _, d := range model.OfFormat(distros, model.Deb) {
+			name := o.Ext.SourcesFileFor(d.Name)
+			files[name] = deb.Sources(o.Pkg.For(d), o.Ext.DebSource(), repoURL+"/"+deb.RepoDir, key)
+			arts = append(arts, dist.Artifact{Path: name, Kind: "repo-file", Distro: d.Name})
+		}
 	}
 	files["SHA256SUMS"] = Sums(files)
 	arts = append(arts, dist.Artifact{Path: "SHA256SUMS", Kind: "checksums"})

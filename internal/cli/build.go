@@ -20,7 +20,7 @@ import (
 )
 
 type buildCmd struct {
-	out, pg, suffix, builder string
+	out, pg, distro, suffix, builder string
 	signKey, repoURL         string
 	json, allowUnsigned      bool
 }
@@ -31,22 +31,28 @@ func newBuild() *cobra.Command {
 		Use:   "build",
 		Short: "Build the source tarball, the RPMs and debs, their signed repository trees and host files",
 		Long: "Build into --out (replaced as a whole; a directory not written by build is\n" +
-			"refused): the source tarball, the spec, per major a source RPM (SRPMS/) and\n" +
-			"a noarch binary RPM, and the repository trees el9.x86_64/ and el9.aarch64/\n" +
-			"with their metadata; per major a deb, in the apt repository apt/ (pool/, and\n" +
-			"dists/ with binary-amd64 and binary-arm64 indexes); plus SHA256SUMS. The\n" +
-			"default builder writes the packages in pure Go; --builder rpmbuild runs the\n" +
-			"spec through rpmbuild, --builder dpkg the debian/ tree through dpkg-buildpackage.\n" +
-			"SOURCE_DATE_EPOCH (default: the newest changelog date) sets every time\n" +
-			"stamp: two builds with the same value are byte-identical.\n\n" +
+			"refused), for every distribution of the model or those --distro names\n" +
+			"(" + model.DistroNames() + "): the source tarball and the spec;\n" +
+			"per EL release and major a source RPM (SRPMS/) and a noarch RPM with the\n" +
+			"release's dist tag, in the repository trees elN.x86_64/ and elN.aarch64/\n" +
+			"with their metadata; per Debian or Ubuntu release and major a deb with the\n" +
+			"codename in its version, in the one apt repository apt/ (pool/, and a suite\n" +
+			"dists/CODENAME/ each with binary-amd64 and binary-arm64 indexes); plus\n" +
+			"SHA256SUMS. The default builder writes the packages in pure Go; --builder\n" +
+			"rpmbuild runs the spec through rpmbuild, --builder dpkg the debian/ tree\n" +
+			"through dpkg-buildpackage. SOURCE_DATE_EPOCH (default: the newest changelog\n" +
+			"date) sets every time stamp: two builds with the same value are\n" +
+			"byte-identical.\n\n" +
 			"--sign-key FILE (an armored OpenPGP private key; its passphrase, if any, in\n" +
 			"the environment variable " + sign.PassphraseEnv + ") signs every RPM and SRPM, each\n" +
-			"repodata/repomd.xml (repomd.xml.asc) and the apt Release (Release.gpg,\n" +
+			"repodata/repomd.xml (repomd.xml.asc) and each suite's Release (Release.gpg,\n" +
 			"InRelease), and writes the public key as " + model.PgLease.RPMKeyFile() + ". --repo-url URL\n" +
-			"(where the output will be published) writes " + model.PgLease.RepoFile() + " and " + model.PgLease.SourcesFile() + "\n" +
+			"(where the output will be published) writes " + model.PgLease.RepoFile() + " (one file for\n" +
+			"every EL release: $releasever) and " + model.PgLease.SourcesFileFor("CODENAME") + " per codename\n" +
 			"for hosts, checking signatures when the build is signed.",
 		Example: "  pglease-gen build\n" +
 			"  pglease-gen build --pg 16,17 --release-suffix PGDG --builder rpmbuild --out /tmp/dist\n" +
+			"  pglease-gen build --distro el9,bookworm\n" +
 			"  SOURCE_DATE_EPOCH=1767225600 pglease-gen build --json\n" +
 			"  " + sign.PassphraseEnv + "=... pglease-gen build --sign-key release-key.asc --repo-url https://packages.example.org/pg_lease",
 		Args: cobra.NoArgs,
@@ -55,10 +61,11 @@ func newBuild() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&c.out, "out", "dist", "directory to write into")
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
+	f.StringVar(&c.distro, "distro", "all", "distributions to package for: all, or some of "+model.DistroNames())
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix: "+strings.Join(model.Packages.Suffixes, " or "))
 	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
 	f.StringVar(&c.signKey, "sign-key", "", "armored OpenPGP private key to sign with (passphrase in $"+sign.PassphraseEnv+"); default: unsigned")
-	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFile())
+	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFileFor("CODENAME"))
 	f.BoolVar(&c.allowUnsigned, "allow-unsigned", false, "with --repo-url and no --sign-key: write host files that check no signatures")
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
 	return cmd
@@ -66,6 +73,10 @@ func newBuild() *cobra.Command {
 
 func (c *buildCmd) run(cmd *cobra.Command) error {
 	majors, err := model.PgLease.ParseMajors(c.pg)
+	if err != nil {
+		return err
+	}
+	distros, err := model.ParseDistros(c.distro)
 	if err != nil {
 		return err
 	}
@@ -106,7 +117,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		fmt.Fprintf(progress, "[%5.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 	files, arts, err := build.Build(cmd.Context(), build.Options{
-		Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files, Majors: majors,
+		Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files, Majors: majors, Distros: distros,
 		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
 	})
 	if err != nil {

@@ -217,15 +217,27 @@ func TestBuildWritesPackages(t *testing.T) {
 			t.Errorf("%s: %v, size %d, listed %d", a.Path, err, len(b), a.Size)
 		}
 	}
-	n := len(model.PgLease.Majors)
-	want := map[string]int{"tarball": 1, "spec": 1, "srpm": n, "rpm": 2 * n, "repodata": 2, "deb": n, "apt-release": 1, "checksums": 1}
+	// every distribution by default, each with its own majors
+	want := map[string]int{"tarball": 1, "spec": 1, "checksums": 1}
+	for _, d := range model.Distros {
+		n := len(d.MajorsOf(model.PgLease.Majors))
+		if d.Format == model.RPM {
+			want["srpm"] += n
+			want["rpm"] += 2 * n
+			want["repodata"] += 2
+		} else {
+			want["deb"] += n
+			want["apt-release"]++
+		}
+	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("artifacts %v, want %v", kinds, want)
 	}
 	if doc.Builder != "go" || doc.Epoch != model.Packages.Released().Unix() {
 		t.Errorf("builder %q, epoch %d", doc.Builder, doc.Epoch)
 	}
-	if !strings.Contains(errs, fmt.Sprintf("repository el9.aarch64: %d packages", n)) {
+	if !strings.Contains(errs, fmt.Sprintf("repository el9.aarch64: %d packages", len(model.PgLease.Majors))) ||
+		!strings.Contains(errs, "repository el8.aarch64: 5 packages") {
 		t.Errorf("progress missing from stderr:\n%s", errs)
 	}
 }
@@ -315,7 +327,7 @@ func TestSignedBuild(t *testing.T) {
 		repo, _ := os.ReadFile(filepath.Join(out, "pg_lease.repo"))
 		pub, _ := os.ReadFile(key + ".pub")
 		mine, _ := os.ReadFile(filepath.Join(out, model.PgLease.RPMKeyFile()))
-		if !strings.Contains(string(repo), "baseurl=https://packages.example.org/pg_lease/el9.$basearch\n") ||
+		if !strings.Contains(string(repo), "baseurl=https://packages.example.org/pg_lease/el$releasever.$basearch\n") ||
 			!strings.Contains(string(repo), "gpgcheck=1\nrepo_gpgcheck=1\ngpgkey=https://packages.example.org/pg_lease/RPM-GPG-KEY-pg_lease\n") {
 			t.Errorf("pg_lease.repo:\n%s", repo)
 		}

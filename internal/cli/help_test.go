@@ -88,7 +88,7 @@ func TestHelpTextsAreRight(t *testing.T) {
 		}
 	}
 	_, out, _ = run(t, "build", "--help")
-	if !strings.Contains(out, "a deb, in the apt repository") {
+	if !strings.Contains(out, "a deb with the\ncodename in its version, in the one apt repository") || !strings.Contains(out, model.DistroNames()) {
 		t.Errorf("build --help does not say it builds debs:\n%s", out)
 	}
 }

@@ -42,62 +42,85 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if err != nil {
 		return nil, nil, err
 	}
-	debs := map[string][]byte{}
-	majorOf := map[string]int{}
-	var native map[int][]byte
-	if o.Builder == Dpkg {
-		tarball, err := dist.Tarball(sources, o.Ext.SourceDir(), o.Time)
-		if err != nil {
-			return nil, nil, err
-		}
-		if native, err = RunDpkg(ctx, o.Ext, tarball, o.Majors, o.Time); err != nil {
-			return nil, nil, err
-		}
-	} else if o.Builder != PureGo && o.Builder != "" {
+	if o.Builder != Dpkg && o.Builder != PureGo && o.Builder != "" {
 		return nil, nil, fmt.Errorf("unknown deb builder %q: use %s or %s", o.Builder, PureGo, Dpkg)
 	}
-	for _, major := range o.Majors {
-		p, err := Contents(d, sources, major, o.Time)
+	var tarball []byte
+	if o.Builder == Dpkg {
+		if tarball, err = dist.Tarball(sources, o.Ext.SourceDir(), o.Time); err != nil {
+			return nil, nil, err
+		}
+	}
+	files := render.Files{}
+	var arts []dist.Artifact
+	var names []string
+	for _, dis := range o.DistrosOf(model.Deb) {
+		// the debs of one release: its codename in their versions and in
+		// their changelog
+		pkg := o.Pkg.For(dis)
+		dd, err := dist.NewData(o.Ext, pkg, o.Src, o.Suffix)
 		if err != nil {
 			return nil, nil, err
 		}
-		b := native[major]
-		if b == nil {
-			if b, err = Pack(p); err != nil {
+		ds, err := dist.Sources(dd, o.Src)
+		if err != nil {
+			return nil, nil, err
+		}
+		majors := dis.MajorsOf(o.Majors)
+		var native map[int][]byte
+		if o.Builder == Dpkg {
+			if native, err = RunDpkg(ctx, o.Ext, tarball, majors, o.Time, dis.Name); err != nil {
 				return nil, nil, err
 			}
 		}
-		debs[p.FileName()] = b
-		majorOf[p.FileName()] = major
-		step("PostgreSQL %d: %s (%s)", major, p.FileName(), cmp.Or(o.Builder, PureGo))
-	}
-	files, err := Repo(o.Pkg, o.Ext.DebSource(), debs, o.Time)
-	if err == nil && o.Sign != nil {
-		err = SignRepo(files, o.Sign)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	var arts []dist.Artifact
-	for _, name := range files.Names() {
-		switch {
-		case strings.HasSuffix(name, ".deb"):
-			arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[path.Base(name)]})
-		case strings.HasSuffix(name, "/Release"), strings.HasSuffix(name, "/InRelease"):
-			arts = append(arts, dist.Artifact{Path: name, Kind: "apt-release"})
-		case strings.HasSuffix(name, "/Release.gpg"):
-			arts = append(arts, dist.Artifact{Path: name, Kind: "signature"})
+		debs := map[string][]byte{}
+		majorOf := map[string]int{}
+		for _, major := range majors {
+			p, err := Contents(dd, ds, major, o.Time)
+			if err != nil {
+				return nil, nil, err
+			}
+			b := native[major]
+			if b == nil {
+				if b, err = Pack(p); err != nil {
+					return nil, nil, err
+				}
+			}
+			debs[p.FileName()] = b
+			majorOf[p.FileName()] = major
+			step("%s, PostgreSQL %d: %s (%s)", dis.Title(), major, p.FileName(), cmp.Or(o.Builder, PureGo))
 		}
+		suite, err := Repo(pkg, o.Ext.DebSource(), debs, o.Time)
+		if err == nil && o.Sign != nil {
+			err = SignRepo(suite, o.Sign)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, name := range suite.Names() {
+			files[name] = suite[name]
+			switch {
+			case strings.HasSuffix(name, ".deb"):
+				arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[path.Base(name)], Distro: dis.Name})
+			case strings.HasSuffix(name, "/Release"), strings.HasSuffix(name, "/InRelease"):
+				arts = append(arts, dist.Artifact{Path: name, Kind: "apt-release", Distro: dis.Name})
+			case strings.HasSuffix(name, "/Release.gpg"):
+				arts = append(arts, dist.Artifact{Path: name, Kind: "signature", Distro: dis.Name})
+			}
+		}
+		names = append(names, dis.Name)
 	}
-	step("apt repository %s: %d packages for %s", RepoDir, len(debs), strings.Join(o.Pkg.DebArches, ", "))
+	step("apt repository %s: suites %s for %s", RepoDir, strings.Join(names, ", "), strings.Join(o.Pkg.DebArches, ", "))
 	return files, arts, nil
 }
 
 // RunDpkg builds the debs of the majors from the source tarball as a
 // Debian host would: pg_buildext updatecontrol for those majors, then
 // dpkg-buildpackage -b -us -uc (tests skipped: the suites run in the
-// install proofs). Every major needs its postgresql-server-dev-N.
-func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []int, built time.Time) (map[int][]byte, error) {
+// install proofs). Every major needs its postgresql-server-dev-N. For a
+// codename other than the changelog's, the tree's own `debian/rules
+// set-codename CODENAME=...` runs first, as a packager would run it.
+func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []int, built time.Time, codename string) (map[int][]byte, error) {
 	for _, tool := range []string{"dpkg-buildpackage", "pg_buildext", "dh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("%s is not installed: apt-get install dpkg-dev debhelper postgresql-server-dev-all, or use --builder go", tool)
@@ -131,6 +154,7 @@ func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []
 		argv []string
 	}{
 		{top, []string{"tar", "-xzf", tgz}},
+		{src, []string{"debian/rules", "set-codename", "CODENAME=" + codename}},
 		{src, []string{"pg_buildext", "updatecontrol"}},
 		{src, []string{"dpkg-buildpackage", "-b", "-us", "-uc"}},
 	} {

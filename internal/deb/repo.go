@@ -75,8 +75,8 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 	}
 	slices.Sort(index)
 	var rel strings.Builder
-	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for Debian %s\nSHA256:\n",
-		source, source, pkg.DebCodename, pkg.DebCodename, when.UTC().Format(time.RFC1123), strings.Join(pkg.DebArches, " "), Component, source, pkg.DebRelease)
+	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for %s %s\nSHA256:\n",
+		source, source, pkg.DebCodename, pkg.DebCodename, when.UTC().Format(time.RFC1123), strings.Join(pkg.DebArches, " "), Component, source, pkg.DebOS, pkg.DebRelease)
 	for _, name := range index {
 		b := files[path.Join(dist, name)]
 		sum := sha256.Sum256(b)
@@ -110,8 +110,8 @@ func SignRepo(files render.Files, s *sign.Signer) error {
 // Signed-By, so the one file is all a host needs.
 func Sources(pkg model.Packaging, source, uri string, key []byte) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s packages for Debian %s (%s)\nTypes: deb\nURIs: %s\nSuites: %s\nComponents: %s\n",
-		source, pkg.DebRelease, pkg.DebCodename, uri, pkg.DebCodename, Component)
+	fmt.Fprintf(&b, "# %s packages for %s %s (%s)\nTypes: deb\nURIs: %s\nSuites: %s\nComponents: %s\n",
+		source, pkg.DebOS, pkg.DebRelease, pkg.DebCodename, uri, pkg.DebCodename, Component)
 	if len(key) == 0 {
 		b.WriteString("Trusted: yes\n")
 		return []byte(b.String())

@@ -103,11 +103,30 @@ type Options struct {
 	Pkg     model.Packaging
 	Src     fs.FS
 	Majors  []int
+	// Distros are the distributions to build for (each package builder
+	// takes those of its format); none: the one Pkg names (Dist,
+	// DebCodename).
+	Distros []model.Distro
 	Suffix  string    // release suffix, e.g. PGSTY
 	Builder string    // the builder's own name for how to write the packages
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)
 	Sign    *sign.Signer // sign the packages and repositories; nil: unsigned
+}
+
+// DistrosOf are the distributions of format f that o builds for.
+func (o Options) DistrosOf(f string) []model.Distro {
+	if len(o.Distros) == 0 {
+		name := o.Pkg.DebCodename
+		if f == model.RPM {
+			name = strings.TrimPrefix(o.Pkg.Dist, ".")
+		}
+		if d, ok := model.DistroNamed(name); ok {
+			return []model.Distro{d}
+		}
+		return nil
+	}
+	return model.OfFormat(o.Distros, f)
 }
 
 // Artifact is one file a build wrote, as build's summary and --json
@@ -117,6 +136,7 @@ type Artifact struct {
 	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
 	Major  int    `json:"major,omitempty"`
 	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
+	Distro string `json:"distro,omitempty"` // el9, bookworm: the distribution of a package or repository file
 	Size   int    `json:"size"`
 	SHA256 string `json:"sha256"`
 }

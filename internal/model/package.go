@@ -13,7 +13,8 @@ type Packaging struct {
 	Release int
 	// Suffixes are the accepted release suffixes; the first is the default.
 	Suffixes []string
-	// Dist is the RPM dist tag the packages are built for.
+	// Dist is the RPM dist tag the packages are built for; For sets it
+	// per EL release, and this default is the one the stand-ins use.
 	Dist string
 	// Arches are the EL9 architectures the repository trees are laid out
 	// for; the RPMs themselves are noarch.
@@ -26,10 +27,14 @@ type Packaging struct {
 	Maintainer string
 	// Copyright is the DEP-5 copyright line of the Debian packages.
 	Copyright string
-	// DebCodename and DebRelease are the Debian release the debs are
-	// built for (bookworm, 12).
+	// DebCodename, DebRelease and DebPGDG are the release the debs are
+	// built for (bookworm, 12, PGDG's 120); For sets them per
+	// distribution, and these defaults are the ones the tarball's debian/
+	// changelog names.
 	DebCodename string
 	DebRelease  string
+	DebPGDG     string
+	DebOS       string // Debian or Ubuntu
 	// DebArches are the apt repository's architectures; the debs
 	// themselves are Architecture: all.
 	DebArches []string
@@ -62,6 +67,8 @@ var Packages = Packaging{
 	// Debian 12
 	DebCodename: "bookworm",
 	DebRelease:  "12",
+	DebPGDG:     "120",
+	DebOS:       "Debian",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
 		Date: "2026-12-01", Version: "0.3.0", Release: 1,
@@ -137,6 +144,12 @@ func (e Extension) RepoFile() string { return e.Name + ".repo" }
 // /etc/apt/sources.list.d.
 func (e Extension) SourcesFile() string { return e.Name + ".sources" }
 
+// SourcesFileFor is the build's sources file for one codename, which a
+// host saves as SourcesFile: pg_lease-bookworm.sources.
+func (e Extension) SourcesFileFor(codename string) string {
+	return e.Name + "-" + codename + ".sources"
+}
+
 // ServerPackage is the PGDG server package a major's RPM requires.
 func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server", major) }
 
@@ -178,11 +191,11 @@ func ELArch(goarch string) string {
 }
 
 // DebVersion is a Debian package version of upstream version v at release
-// r: Pigsty's form 0.1.0-1PGSTY~bookworm for its suffixes, and PGDG's own
-// 0.1.0-1.pgdg120+1 for PGDG.
+// r: Pigsty's form 0.3.0-1PGSTY~bookworm for its suffixes, and PGDG's own
+// 0.3.0-1.pgdg120+1 (0.3.0-1.pgdg24.04+1 on Ubuntu) for PGDG.
 func (p Packaging) DebVersion(v string, r int, suffix string) string {
 	if suffix == "PGDG" {
-		return fmt.Sprintf("%s-%d.pgdg%s0+1", v, r, p.DebRelease)
+		return fmt.Sprintf("%s-%d.pgdg%s+1", v, r, p.DebPGDG)
 	}
 	return fmt.Sprintf("%s-%d%s~%s", v, r, suffix, p.DebCodename)
 }

@@ -71,66 +71,73 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	arts := []Artifact{{Path: o.Ext.Tarball(), Kind: "tarball"}, {Path: SpecFile(o.Ext), Kind: "spec"}}
 	step("source tarball %s and spec %s", o.Ext.Tarball(), SpecFile(o.Ext))
 
-	var infos []Info
-	for _, major := range o.Majors {
-		p, err := Contents(d, sources, major, o.Time)
+	for _, dis := range o.DistrosOf(model.RPM) {
+		pkg := o.Pkg.For(dis)
+		dd, err := dist.NewData(o.Ext, pkg, o.Src, o.Suffix)
 		if err != nil {
 			return nil, nil, err
 		}
-		var bin, src []byte
-		switch o.Builder {
-		case PureGo, "":
-			if bin, err = Pack(p); err == nil {
-				src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
+		var infos []Info
+		for _, major := range dis.MajorsOf(o.Majors) {
+			p, err := Contents(dd, sources, major, o.Time)
+			if err != nil {
+				return nil, nil, err
 			}
-		case Rpmbuild:
-			bin, src, err = runRpmbuild(ctx, o.Pkg, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
-		default:
-			err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, PureGo, Rpmbuild)
-		}
-		if err == nil && o.Sign != nil {
-			if bin, err = Sign(bin, o.Sign); err == nil {
-				src, err = Sign(src, o.Sign)
+			var bin, src []byte
+			switch o.Builder {
+			case PureGo, "":
+				if bin, err = Pack(p); err == nil {
+					src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
+				}
+			case Rpmbuild:
+				bin, src, err = runRpmbuild(ctx, pkg, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
+			default:
+				err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, PureGo, Rpmbuild)
 			}
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		info, err := ReadInfo(p.FileName(), bin)
-		if err != nil {
-			return nil, nil, err
-		}
-		infos = append(infos, info)
-		srpm := path.Join("SRPMS", p.SourceRPM())
-		files[srpm] = src
-		arts = append(arts, Artifact{Path: srpm, Kind: "srpm", Major: major})
-		for _, arch := range o.Pkg.Arches {
-			name := path.Join(RepoDir(o.Pkg, arch), p.FileName())
-			files[name] = bin
-			arts = append(arts, Artifact{Path: name, Kind: "rpm", Major: major, Arch: arch})
-		}
-		step("PostgreSQL %d: %s and %s (%s)", major, p.FileName(), p.SourceRPM(), cmp.Or(o.Builder, PureGo))
-	}
-	for _, arch := range o.Pkg.Arches {
-		md, err := Repodata(infos, int(o.Time.Unix()))
-		if err != nil {
-			return nil, nil, err
-		}
-		for name, b := range md {
-			full := path.Join(RepoDir(o.Pkg, arch), name)
-			files[full] = b
-			if strings.HasSuffix(name, "repomd.xml") {
-				arts = append(arts, Artifact{Path: full, Kind: "repodata", Arch: arch})
-				if o.Sign != nil {
-					// dnf's repo_gpgcheck=1 reads repomd.xml.asc
-					if files[full+".asc"], err = o.Sign.Armored(b); err != nil {
-						return nil, nil, err
-					}
-					arts = append(arts, Artifact{Path: full + ".asc", Kind: "signature", Arch: arch})
+			if err == nil && o.Sign != nil {
+				if bin, err = Sign(bin, o.Sign); err == nil {
+					src, err = Sign(src, o.Sign)
 				}
 			}
+			if err != nil {
+				return nil, nil, err
+			}
+			info, err := ReadInfo(p.FileName(), bin)
+			if err != nil {
+				return nil, nil, err
+			}
+			infos = append(infos, info)
+			srpm := path.Join("SRPMS", p.SourceRPM())
+			files[srpm] = src
+			arts = append(arts, Artifact{Path: srpm, Kind: "srpm", Major: major, Distro: dis.Name})
+			for _, arch := range pkg.Arches {
+				name := path.Join(RepoDir(pkg, arch), p.FileName())
+				files[name] = bin
+				arts = append(arts, Artifact{Path: name, Kind: "rpm", Major: major, Arch: arch, Distro: dis.Name})
+			}
+			step("%s, PostgreSQL %d: %s and %s (%s)", dis.Title(), major, p.FileName(), p.SourceRPM(), cmp.Or(o.Builder, PureGo))
 		}
-		step("repository %s: %d packages", RepoDir(o.Pkg, arch), len(infos))
+		for _, arch := range pkg.Arches {
+			md, err := Repodata(infos, int(o.Time.Unix()))
+			if err != nil {
+				return nil, nil, err
+			}
+			for name, b := range md {
+				full := path.Join(RepoDir(pkg, arch), name)
+				files[full] = b
+				if strings.HasSuffix(name, "repomd.xml") {
+					arts = append(arts, Artifact{Path: full, Kind: "repodata", Arch: arch, Distro: dis.Name})
+					if o.Sign != nil {
+						// dnf's repo_gpgcheck=1 reads repomd.xml.asc
+						if files[full+".asc"], err = o.Sign.Armored(b); err != nil {
+							return nil, nil, err
+						}
+						arts = append(arts, Artifact{Path: full + ".asc", Kind: "signature", Arch: arch, Distro: dis.Name})
+					}
+				}
+			}
+			step("repository %s: %d packages", RepoDir(pkg, arch), len(infos))
+		}
 	}
 	return files, arts, nil
 }
