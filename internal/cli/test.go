@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -39,7 +40,17 @@ type testCmd struct {
 	results  string
 	rpm      string
 	deb      string
+	distro   string
 	arch     string
+}
+
+// names lists distributions by name.
+func names(ds []model.Distro) string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return strings.Join(out, ", ")
 }
 
 func newTest() *cobra.Command {
@@ -59,10 +70,15 @@ func newTest() *cobra.Command {
 			"--arch arm64 (or aarch64) runs arm64 images, tagged MAJOR-arm64, under qemu's\n" +
 			"emulation; --rpm then installs from el9.aarch64 and --deb from binary-arm64.\n" +
 			"The local images have no arm64 PostgreSQL 14: --pg all skips it and says so\n" +
-			"(the exit status counts only failures); --pg 14 is a usage error.",
+			"(the exit status counts only failures); --pg 14 is a usage error.\n\n" +
+			"--rpm DIR --distro el8 installs from DIR's el8 tree on the EL9 stand-in with\n" +
+			"dnf --releasever=8, through the .repo form hosts get (el$releasever.$basearch).\n" +
+			"--deb takes the suite of the image's release; a signed suite must also verify\n" +
+			"with the image's gpgv (exit status 0) and, where it has one, its sqv.",
 		Example: "  pglease-gen test --pg all\n" +
 			"  pglease-gen test --pg 14,17 --image pglease/postgres --junit build/junit.xml\n" +
 			"  pglease-gen test --pg 16 --arch aarch64 --rpm dist\n" +
+			"  pglease-gen test --pg 17 --rpm dist --distro el10\n" +
 			"  pglease-gen test --local --pg-config /usr/lib/postgresql/15/bin/pg_config",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
@@ -90,6 +106,8 @@ func newTest() *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("local", "arch")
 	f.StringVar(&c.deb, "deb", "", "install with apt-get install -y postgresql-N-pg-lease from the apt repository `DIR` (pglease-gen build's\n"+
 		"output or its apt/), in the pglease/debian:N images, run the suites, then apt-get purge")
+	f.StringVar(&c.distro, "distro", "", "with --rpm: the EL release whose tree dnf installs from, with --releasever set to it (default el9);\n"+
+		"with --deb: the release whose suite apt uses (default: the image's own, or for sid the newest Debian release)")
 	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
 	cmd.MarkFlagsMutuallyExclusive("local", "deb")
 	cmd.MarkFlagsMutuallyExclusive("rpm", "deb")
@@ -129,7 +147,12 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		Keep: c.keep, Results: c.results, Timeout: c.timeout, NewestOnly: newest,
 	}
 	if c.rpm != "" {
-		repo, err := runner.FindRepo(c.rpm, model.Packages, arch)
+		distro := cmp.Or(c.distro, strings.TrimPrefix(model.Packages.Dist, "."))
+		d, ok := model.DistroNamed(distro)
+		if !ok || d.Format != model.RPM {
+			return fmt.Errorf("--distro %s with --rpm: use an EL release (%s)", distro, names(model.OfFormat(model.Distros, model.RPM)))
+		}
+		repo, err := runner.FindRepo(c.rpm, model.Packages.For(d), arch)
 		if err != nil {
 			return err
 		}
@@ -141,22 +164,29 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 			return err
 		}
 		opts.Layout = layout.PGDG
-		opts.Install = runner.DNFInstall(model.PgLease, repo, key)
+		opts.Install = runner.DNFInstall(model.PgLease, repo, key, d)
+		if majors = d.MajorsOf(majors); len(majors) == 0 {
+			return fmt.Errorf("%s gets none of the majors asked for", d.Title())
+		}
 	}
 	if c.deb != "" {
-		repo, err := runner.FindAptRepo(c.deb, model.Packages)
+		if d, ok := model.DistroNamed(c.distro); c.distro != "" && (!ok || d.Format != model.Deb) {
+			return fmt.Errorf("--distro %s with --deb: use a Debian or Ubuntu release (%s), or leave it out for the image's own", c.distro, names(model.OfFormat(model.Distros, model.Deb)))
+		}
+		repo, err := runner.FindAptRepo(c.deb)
 		if err != nil {
 			return err
 		}
 		if !cmd.Flags().Changed("image") {
 			opts.Image = images.DebianRepository
 		}
-		key, err := runner.FindKey(c.deb, repo, path.Join("dists", model.Packages.DebCodename, "InRelease"), model.PgLease)
+		suites := runner.AptSuites(repo)
+		key, err := runner.FindKey(c.deb, repo, path.Join("dists", suites[0], "InRelease"), model.PgLease)
 		if err != nil {
 			return err
 		}
 		opts.Layout = layout.Debian
-		opts.Install = runner.AptInstall(model.PgLease, model.Packages, repo, key)
+		opts.Install = runner.AptInstall(model.PgLease, repo, key, c.distro)
 	}
 	var skipped []container.MajorResult
 	opts.Majors, skipped, err = plan(majors, arch, opts.Image, strings.TrimSpace(c.pg) == "all")

@@ -324,7 +324,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 		t.Fatalf("%v\n(make images builds them)", err)
 	}
 	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
-		Majors: []int{16, 17}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released()})
+		Majors: []int{16, 17}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 	if err := render.Write(dist, files); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := runner.FindAptRepo(dist, model.Packages)
+	repo, err := runner.FindAptRepo(dist)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 	o.Image = images.DebianRepository
 	// the image of 16, the package (and layout) of 17
 	o.Layout = func(int) layout.Layout { return layout.Debian(17) }
-	o.Install = runner.AptInstall(model.PgLease, model.Packages, repo, nil)
+	o.Install = runner.AptInstall(model.PgLease, repo, nil, "")
 	rs, err := Run(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func signedBuild(t *testing.T, tamper func(render.Files, *sign.Signer)) string {
 	t.Helper()
 	s := testenv.Signer(t, 2048)
 	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
-		Majors: []int{16}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
+		Majors: []int{16}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +41,14 @@ func signedBuild(t *testing.T, tamper func(render.Files, *sign.Signer)) string {
 	}
 	return dir
 }
+
+// The distributions the signed-build tests build: the EL9 stand-in's and
+// the Debian image of 16's.
+var (
+	el9, _       = model.DistroNamed("el9")
+	bookworm, _  = model.DistroNamed("bookworm")
+	proofDistros = []model.Distro{el9, bookworm}
+)
 
 // install runs the dnf or apt installer of a signed build on 16 and
 // returns the major's error (nil when the suites passed).
@@ -55,7 +63,7 @@ func install(t *testing.T, kind, dir string) error {
 		repo, err = runner.FindRepo(dir, model.Packages, runtime.GOARCH)
 	} else {
 		o.Image = images.DebianRepository
-		repo, err = runner.FindAptRepo(dir, model.Packages)
+		repo, err = runner.FindAptRepo(dir)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +80,9 @@ func install(t *testing.T, kind, dir string) error {
 		t.Fatalf("no public key in the signed build: %v", err)
 	}
 	if kind == "rpm" {
-		o.Install = runner.DNFInstall(model.PgLease, repo, key)
+		o.Install = runner.DNFInstall(model.PgLease, repo, key, el9)
 	} else {
-		o.Install = runner.AptInstall(model.PgLease, model.Packages, repo, key)
+		o.Install = runner.AptInstall(model.PgLease, repo, key, "")
 	}
 	rs, err := Run(context.Background(), p, o)
 	if err != nil {

@@ -168,7 +168,7 @@ func debianNodes(b env, r recipe) ([]node, error) {
 	var debs map[string][]byte
 	var err error
 	if r.Debian != "" {
-		debs, err = debianDebs(b, r.source(), r.source().pinned(major, r.Debian)...)
+		debs, err = debianDebs(b, r.source(), append(r.source().pinned(major, r.Debian), r.Offers...)...)
 	} else {
 		debs, err = standinDeb(b, r)
 	}

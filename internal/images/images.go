@@ -343,6 +343,11 @@ type recipe struct {
 	Debian       string `json:",omitempty"` // the Debian server package's version, when the image offers Debian's own
 	Suite        string `json:",omitempty"` // and the Debian release it comes from
 	Pocket       string `json:",omitempty"` // and the suite of that release the package comes from, if another
+	// Offers are packages of that release the image's local repository
+	// offers beside the server's, not installed: gpgv, which the deb
+	// proof installs to check a suite where the minimal system has only
+	// sqv (trixie and later)
+	Offers []string `json:",omitempty"`
 }
 
 // env is what a family's nodes are made with.
@@ -365,7 +370,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	}
 	debs := map[string]map[string][]byte{}
 	for _, fam := range families {
-		r := recipe{layerVersion, baseRef, srv, fam.layout(major), psqlMajor, fam.name, base.forArch(o.Arch).Arch, "", "", ""}
+		r := recipe{LayerVersion: layerVersion, Base: baseRef, Server: srv, Layout: fam.layout(major), PsqlMajor: psqlMajor, Family: fam.name, Arch: base.forArch(o.Arch).Arch}
 		// the Debian images take Debian's own package where Debian ships
 		// the major; the EL9 stand-in only when no npm build exists, and
 		// then on a root file system of that release (its binaries need
@@ -381,6 +386,9 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			}
 			if r.Debian, err = debianVersion(ctx, o, src, model.DebServerPackage(major)); err != nil {
 				return err
+			}
+			if fam.name == "debian-apt" {
+				r.Offers = []string{"gpgv"}
 			}
 		}
 		run := ""

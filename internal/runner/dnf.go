@@ -40,10 +40,21 @@ func FindRepo(dir string, pkg model.Packaging, arch string) (string, error) {
 // signatures of the packages and of repomd.xml (gpgcheck=1,
 // repo_gpgcheck=1), and the installed package must carry a signature by
 // that key.
-func DNFInstall(ext model.Extension, repo string, key []byte) Installer {
+//
+// The tree is the one of distro (an EL release) and the target's
+// architecture, copied to where the build's own .repo form finds it
+// (el$releasever.$basearch under one root) and dnf runs with
+// --releasever set to distro's: so the proof also shows the .repo's
+// templating and the tree's path right for that release.
+func DNFInstall(ext model.Extension, repo string, key []byte, distro model.Distro) Installer {
 	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
 		root, l := t.Root(), t.Layout()
-		if err := uploadTree(ctx, t, repo, repoInContainer); err != nil {
+		arch, err := Output(ctx, root, "uname", "-m")
+		if err != nil {
+			return nil, err
+		}
+		tree := rpm.RepoDir(model.Packages.For(distro), strings.TrimSpace(string(arch)))
+		if err := uploadTree(ctx, t, repo, path.Join(repoInContainer, tree)); err != nil {
 			return nil, err
 		}
 		keyURL := ""
@@ -53,14 +64,18 @@ func DNFInstall(ext model.Extension, repo string, key []byte) Installer {
 			}
 			keyURL = "file://" + path.Join(repoInContainer, ext.RPMKeyFile())
 		}
-		conf := rpm.RepoFile(ext.Name, ext.Name+" packages under test", "file://"+repoInContainer, keyURL)
+		conf := rpm.RepoFile(ext.Name, ext.Name+" packages under test",
+			"file://"+path.Join(repoInContainer, rpm.RepoDir(model.Packages.For(model.Distro{Name: "el$releasever", Format: model.RPM}), "$basearch")), keyURL)
 		if err := uploadFile(ctx, t, "/etc/yum.repos.d", ext.RepoFile(), conf); err != nil {
 			return nil, err
 		}
 		name := ext.PackageName(l.Major)
-		stage("dnf install -y " + name + signedWord(key))
-		if _, err := Output(ctx, root, "dnf", "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
+		stage("dnf --releasever=" + distro.Version + " install -y " + name + signedWord(key))
+		if _, err := Output(ctx, root, "dnf", "--releasever="+distro.Version, "install", "-y", "--setopt=install_weak_deps=False", name); err != nil {
 			return nil, err
+		}
+		if rel, err := Output(ctx, root, "rpm", "-q", "--qf", "%{RELEASE}", name); err != nil || !strings.HasSuffix(string(rel), distro.DistTag()) {
+			return nil, fmt.Errorf("%s is installed with release %q, not %s's (%v)", name, rel, distro.DistTag(), err)
 		}
 		if key != nil {
 			ids, err := KeyIDs(key)
