@@ -219,12 +219,25 @@ signed-dist: $(SIGN_KEY)
 # packaged scripts (--versions newest): every version's suites ran in
 # matrix already, on the same majors, from the same rendered files.
 PROOF_VERSIONS ?= newest
+# EL8 and EL10 are trees of the same build on the same stand-in, installed
+# with dnf --releasever through the host's .repo form: make test proves
+# them on one major each (make distro-proofs on all of theirs).
+EL_SAMPLE_PG ?= 17
 rpm-proof: signed-dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(EL_SAMPLE_PG) --rpm $(BUILD)/dist --distro el8 --versions newest --results $(BUILD)/results-rpm-el8 --junit $(BUILD)/junit-rpm-el8.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(EL_SAMPLE_PG) --rpm $(BUILD)/dist --distro el10 --versions newest --results $(BUILD)/results-rpm-el10 --junit $(BUILD)/junit-rpm-el10.xml
+
+distro-proofs: signed-dist
+	$(GO) run ./cmd/pglease-gen test --pg all --rpm $(BUILD)/dist --distro el8 --versions newest --results $(BUILD)/results-rpm-el8 --junit $(BUILD)/junit-rpm-el8.xml
+	$(GO) run ./cmd/pglease-gen test --pg all --rpm $(BUILD)/dist --distro el10 --versions newest --results $(BUILD)/results-rpm-el10 --junit $(BUILD)/junit-rpm-el10.xml
 
 # The debs as users get them: on each major's Debian image (Debian's own
-# postgresql-15, -17, -18; stand-ins of the pinned builds for 14 and 16)
-# `apt-get install -y postgresql-N-pg-lease`, both suites, `apt-get purge`.
+# postgresql-15, -17, -18, -19; stand-ins of the pinned builds for 14 and
+# 16) `apt-get install -y postgresql-N-pg-lease` from the suite of the
+# image's release (bookworm for 14-16, trixie for 17, and for sid's 18 and
+# 19 trixie's), the suite checked with the image's gpgv and sqv, both
+# suites, `apt-get purge`.
 deb-proof: signed-dist
 	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
 

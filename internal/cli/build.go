@@ -21,8 +21,8 @@ import (
 
 type buildCmd struct {
 	out, pg, distro, suffix, builder string
-	signKey, repoURL         string
-	json, allowUnsigned      bool
+	signKey, repoURL                 string
+	json, allowUnsigned              bool
 }
 
 func newBuild() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,11 +156,33 @@ func TestGenControlMatchesPgBuildext(t *testing.T) {
 // bytes (xz here, and gzip of the doc files: Go's deflate is not GNU
 // gzip's), so compressed files are compared after decompressing, and the
 // md5sums lines of those files.
+//
+// It does so for three releases and both forms of version: the tarball's
+// own codename, and two that the dpkg builder sets with the tree's
+// debian/rules set-codename, one in PGDG's form.
 func TestBuildersAgree(t *testing.T) {
 	testenv.Tools(t, "dpkg-buildpackage", "pg_buildext", "dh")
+	for _, c := range []struct{ codename, suffix string }{{"bookworm", "PGSTY"}, {"trixie", "PGSTY"}, {"noble", "PGDG"}} {
+		t.Run(c.codename+"-"+c.suffix, func(t *testing.T) { buildersAgree(t, c.codename, c.suffix) })
+	}
+}
+
+func buildersAgree(t *testing.T, codename, suffix string) {
 	when := model.Packages.Released()
-	pure := readDeb(t, debOf(t, build(t, options(PureGo, when, 15)), 15))
-	native := readDeb(t, debOf(t, build(t, options(Dpkg, when, 15)), 15))
+	d, _ := model.DistroNamed(codename)
+	opts := func(builder string) Options {
+		o := options(builder, when, 15)
+		o.Distros, o.Suffix = []model.Distro{d}, suffix
+		return o
+	}
+	version := model.Packages.For(d).DebVersion(model.PgLease.Version(), model.Packages.Release, suffix)
+	name := model.PgLease.DebPackage(15) + "_" + version + "_all.deb"
+	pureFiles, nativeFiles := build(t, opts(PureGo)), build(t, opts(Dpkg))
+	p := path.Join(RepoDir, PoolPath(model.PgLease.DebSource()), name)
+	if pureFiles[p] == nil || nativeFiles[p] == nil {
+		t.Fatalf("%s: pure Go wrote it %v, dpkg %v", p, pureFiles[p] != nil, nativeFiles[p] != nil)
+	}
+	pure, native := readDeb(t, pureFiles[p]), readDeb(t, nativeFiles[p])
 	if fmt.Sprint(pure.ArNames, pure.ArTimes) != fmt.Sprint(native.ArNames, native.ArTimes) {
 		t.Errorf("ar members: pure Go %v %v, dpkg %v %v", pure.ArNames, pure.ArTimes, native.ArNames, native.ArTimes)
 	}
@@ -206,16 +229,23 @@ func TestDpkgBuilderNeedsServerDev(t *testing.T) {
 	}
 }
 
-// TestLintian lints every pure Go deb: no error and no warning.
+// allDistros are the options of a build for every distribution.
+func allDistros(o Options) Options {
+	o.Distros = model.Distros
+	return o
+}
+
+// TestLintian lints every pure Go deb of every release: no error and no
+// warning.
 func TestLintian(t *testing.T) {
 	testenv.Tools(t, "lintian")
-	files := build(t, options(PureGo, model.Packages.Released()))
+	files := build(t, allDistros(options(PureGo, model.Packages.Released())))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	debs, _ := filepath.Glob(filepath.Join(dir, RepoDir, PoolPath("pg-lease"), "*.deb"))
-	if len(debs) != len(model.PgLease.Majors) {
+	if len(debs) != len(model.PgLease.Majors)*len(model.OfFormat(model.Distros, model.Deb)) {
 		t.Fatalf("%d debs", len(debs))
 	}
 	out, err := exec.Command("lintian", append([]string{"--fail-on", "error,warning", "--display-level", ">=warning"}, debs...)...).CombinedOutput()
@@ -226,32 +256,42 @@ func TestLintian(t *testing.T) {
 	}
 }
 
-// TestAptReadsTheRepository has apt-get update read the repository from a
-// [trusted=yes] file: line, for each architecture, in a scratch apt root,
-// and asks apt-cache what it offers.
+// TestAptReadsTheRepository has apt-get update read each suite of the
+// repository from a [trusted=yes] file: line, for each architecture, in a
+// scratch apt root, and asks apt-cache what it offers.
 func TestAptReadsTheRepository(t *testing.T) {
 	testenv.Tools(t, "apt-get", "apt-cache")
-	files := build(t, options(PureGo, model.Packages.Released()))
+	files := build(t, allDistros(options(PureGo, model.Packages.Released())))
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range model.Packages.DebArches {
-		root := filepath.Join(dir, "root-"+arch)
+	for _, d := range model.OfFormat(model.Distros, model.Deb) {
+		for _, arch := range model.Packages.DebArches {
+			aptReads(t, dir, d, arch)
+		}
+	}
+}
+
+func aptReads(t *testing.T, dir string, d model.Distro, arch string) {
+	t.Helper()
+	{
+		root := filepath.Join(dir, "root-"+d.Name+"-"+arch)
 		for _, d := range []string{"etc/apt/sources.list.d", "etc/apt/preferences.d", "var/lib/apt/lists/partial", "var/cache/apt/archives/partial", "var/lib/dpkg"} {
 			os.MkdirAll(filepath.Join(root, d), 0o755)
 		}
 		os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), nil, 0o644)
-		list := fmt.Sprintf("deb [trusted=yes] file:%s %s %s\n", filepath.Join(dir, RepoDir), model.Packages.DebCodename, Component)
+		list := fmt.Sprintf("deb [trusted=yes] file:%s %s %s\n", filepath.Join(dir, RepoDir), d.Name, Component)
 		os.WriteFile(filepath.Join(root, "etc/apt/sources.list"), []byte(list), 0o644)
 		opts := []string{"-o", "Dir=" + root, "-o", "Dir::State::status=" + filepath.Join(root, "var/lib/dpkg/status"),
 			"-o", "APT::Architecture=" + arch, "-o", "APT::Architectures=" + arch, "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"}
 		if out, err := exec.Command("apt-get", append(opts, "update")...).CombinedOutput(); err != nil || bytes.Contains(out, []byte("W:")) || bytes.Contains(out, []byte("E:")) {
-			t.Fatalf("%s: apt-get update: %v\n%s", arch, err, out)
+			t.Fatalf("%s %s: apt-get update: %v\n%s", d.Name, arch, err, out)
 		}
 		out, err := exec.Command("apt-cache", append(opts, "show", "postgresql-17-pg-lease")...).CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte("Version: "+model.PgLease.Version()+"-1PGSTY~bookworm\n")) || !bytes.Contains(out, []byte("Depends: postgresql-17\n")) {
-			t.Errorf("%s: apt-cache show: %v\n%s", arch, err, out)
+		if err != nil || !bytes.Contains(out, []byte("Version: "+model.PgLease.Version()+"-1PGSTY~"+d.Name+"\n")) || !bytes.Contains(out, []byte("Depends: postgresql-17\n")) ||
+			bytes.Count(out, []byte("Package: ")) != 1 {
+			t.Errorf("%s %s: apt-cache show: %v\n%s", d.Name, arch, err, out)
 		}
 	}
 }

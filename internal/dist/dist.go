@@ -99,10 +99,10 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 
 // Options configure a package builder (rpm.Build, deb.Build).
 type Options struct {
-	Ext     model.Extension
-	Pkg     model.Packaging
-	Src     fs.FS
-	Majors  []int
+	Ext    model.Extension
+	Pkg    model.Packaging
+	Src    fs.FS
+	Majors []int
 	// Distros are the distributions to build for (each package builder
 	// takes those of its format); none: the one Pkg names (Dist,
 	// DebCodename).
@@ -135,7 +135,7 @@ type Artifact struct {
 	Path   string `json:"path"` // relative to the output directory
 	Kind   string `json:"kind"` // tarball, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
 	Major  int    `json:"major,omitempty"`
-	Arch   string `json:"arch,omitempty"` // repository architecture of an rpm
+	Arch   string `json:"arch,omitempty"`   // repository architecture of an rpm
 	Distro string `json:"distro,omitempty"` // el9, bookworm: the distribution of a package or repository file
 	Size   int    `json:"size"`
 	SHA256 string `json:"sha256"`

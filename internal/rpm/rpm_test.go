@@ -361,29 +361,70 @@ func TestRpmlint(t *testing.T) {
 // what the generated repository offers.
 func TestDNFReadsTheRepository(t *testing.T) {
 	testenv.Tools(t, "dnf")
-	files := build(t, options(PureGo, model.Packages.Released()))
+	o := options(PureGo, model.Packages.Released())
+	o.Distros = model.Distros
+	files := build(t, o)
 	dir := t.TempDir()
 	if err := render.Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range model.Packages.Arches {
-		repo := filepath.Join(dir, RepoDir(model.Packages, arch))
-		out, err := exec.Command("dnf", "-q", "--installroot", filepath.Join(dir, "root-"+arch), "--releasever", "9",
-			"--setopt=reposdir=/dev/null", "--repofrompath", "t,file://"+repo, "--repo", "t",
-			"repoquery", "--qf", "%{name} %{evr} %{arch} %{sourcerpm}", "--requires", "pg_lease_17").CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "postgresql17-server" {
-			t.Errorf("%s: dnf repoquery --requires pg_lease_17: %v\n%s", arch, err, out)
+	for _, d := range model.OfFormat(model.Distros, model.RPM) {
+		for _, arch := range model.Packages.Arches {
+			repo := filepath.Join(dir, RepoDir(model.Packages.For(d), arch))
+			dnf := func(args ...string) ([]byte, error) {
+				return exec.Command("dnf", append([]string{"-q", "--installroot", filepath.Join(dir, "root-"+d.Name+"-"+arch), "--releasever", d.Version,
+					"--setopt=reposdir=/dev/null", "--repofrompath", "t,file://" + repo, "--repo", "t", "repoquery"}, args...)...).CombinedOutput()
+			}
+			out, err := dnf("--qf", "%{name} %{evr} %{arch} %{sourcerpm}", "--requires", "pg_lease_17")
+			if err != nil || strings.TrimSpace(string(out)) != "postgresql17-server" {
+				t.Errorf("%s %s: dnf repoquery --requires pg_lease_17: %v\n%s", d.Name, arch, err, out)
+			}
+			out, err = dnf("--qf", "%{name}-%{evr}.%{arch}", "pg_lease_*")
+			var nvras []string
+			for _, m := range d.MajorsOf(model.PgLease.Majors) {
+				nvras = append(nvras, fmt.Sprintf("pg_lease_%d-%s-1PGSTY%s.noarch", m, model.PgLease.Version(), d.DistTag()))
+			}
+			want := strings.Join(nvras, "\n")
+			if err != nil || strings.TrimSpace(string(out)) != want {
+				t.Errorf("%s %s: dnf sees:\n%s\nwant\n%s", d.Name, arch, out, want)
+			}
 		}
-		out, err = exec.Command("dnf", "-q", "--installroot", filepath.Join(dir, "root-"+arch), "--releasever", "9",
-			"--setopt=reposdir=/dev/null", "--repofrompath", "t,file://"+repo, "--repo", "t",
-			"repoquery", "--qf", "%{name}-%{evr}.%{arch}", "pg_lease_*").CombinedOutput()
-		var nvras []string
-		for _, m := range model.PgLease.Majors {
-			nvras = append(nvras, fmt.Sprintf("pg_lease_%d-%s-1PGSTY.el9.noarch", m, model.PgLease.Version()))
+	}
+}
+
+// TestPackagesSuitEveryEL asks Debian's rpm (4.18) what each EL release's
+// packages are made of, against what the oldest rpm among EL8's 4.14,
+// EL9's 4.16 and EL10's 4.19 reads and the newest accepts: a gzip payload
+// (all three read gzip, xz and zstd; gzip keeps the pure Go writer's
+// payload byte-comparable), SHA-256 file and payload digests (4.14 was the
+// first to write and check the payload digest), both header digests
+// (SHA-1 for 4.14, SHA-256, which 4.19 requires), and an RSA/SHA-256 v4
+// signature (EL9 and EL10 refuse SHA-1 signatures; 4.19 has no v6
+// signatures yet, so v4 is the only kind all three verify).
+func TestPackagesSuitEveryEL(t *testing.T) {
+	testenv.Tools(t, "rpm")
+	o := options(PureGo, model.Packages.Released(), 17)
+	o.Distros = model.OfFormat(model.Distros, model.RPM)
+	o.Sign = testenv.Signer(t, 2048)
+	files := build(t, o)
+	dir := t.TempDir()
+	if err := render.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range o.Distros {
+		name := filepath.Join(dir, RepoDir(model.Packages.For(d), "x86_64"), fmt.Sprintf("pg_lease_17-%s-1PGSTY%s.noarch.rpm", ver, d.DistTag()))
+		out, err := exec.Command("rpm", "-qp", "--nosignature", "--qf",
+			"%{RELEASE} %{PAYLOADCOMPRESSOR} %{FILEDIGESTALGO} %{PAYLOADDIGESTALGO} %{SHA1HEADER}/%{SHA256HEADER} %{RSAHEADER:pgpsig}", name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: rpm -qp: %v\n%s", d.Name, err, out)
 		}
-		want := strings.Join(nvras, "\n")
-		if err != nil || strings.TrimSpace(string(out)) != want {
-			t.Errorf("%s: dnf sees:\n%s\nwant\n%s", arch, out, want)
+		f := strings.Fields(string(out))
+		if len(f) < 6 || f[0] != "1PGSTY"+d.DistTag() || f[1] != "gzip" || f[2] != "8" || f[3] != "8" ||
+			strings.Contains(f[4], "(none)") || len(f[4]) != 40+1+64 || !strings.HasPrefix(f[5], "RSA/SHA256,") {
+			t.Errorf("%s: release, payload, file and payload digest algorithms (8 = SHA-256), header digests, signature:\n%s", d.Name, out)
+		}
+		if out, err := exec.Command("rpm", "-K", "--nosignature", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "digests OK") {
+			t.Errorf("%s: rpm -K --nosignature: %v\n%s", d.Name, err, out)
 		}
 	}
 }
