@@ -12,7 +12,7 @@ set -euo pipefail
 need=()
 for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server pgbouncer \
   dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
-  qemu-user-static binfmt-support shellcheck gpgv sqv; do
+  qemu-user-static binfmt-support shellcheck gpgv sqv unzip; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

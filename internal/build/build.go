@@ -93,6 +93,26 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		files[n] = b
 	}
 	arts = append(arts, debArts...)
+	// PGXN's release zip: the tarball's tree, its META.json checked
+	// against PGXN's meta spec first
+	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
+	if err != nil {
+		return nil, nil, err
+	}
+	sources, err := dist.Sources(d, o.Src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := dist.CheckMETA(sources["META.json"], sources); err != nil {
+		return nil, nil, err
+	}
+	if files[o.Ext.PGXNZip()], err = dist.Zip(sources, o.Ext.SourceDir(), o.Time); err != nil {
+		return nil, nil, err
+	}
+	arts = append(arts, dist.Artifact{Path: o.Ext.PGXNZip(), Kind: "pgxn-zip"})
+	if o.Step != nil {
+		o.Step("PGXN release zip %s", o.Ext.PGXNZip())
+	}
 	var key []byte
 	keyURL := ""
 	if o.Sign != nil {

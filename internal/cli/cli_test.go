@@ -218,7 +218,7 @@ func TestBuildWritesPackages(t *testing.T) {
 		}
 	}
 	// every distribution by default, each with its own majors
-	want := map[string]int{"tarball": 1, "spec": 1, "checksums": 1}
+	want := map[string]int{"tarball": 1, "pgxn-zip": 1, "spec": 1, "checksums": 1}
 	for _, d := range model.Distros {
 		n := len(d.MajorsOf(model.PgLease.Majors))
 		if d.Format == model.RPM {

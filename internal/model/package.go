@@ -156,6 +156,9 @@ func ServerPackage(major int) string { return fmt.Sprintf("postgresql%d-server",
 // Tarball is the source tarball's name, e.g. pg_lease-0.1.0.tar.gz.
 func (e Extension) Tarball() string { return e.Name + "-" + e.Version() + ".tar.gz" }
 
+// PGXNZip is the PGXN release zip's name, e.g. pg_lease-0.3.0.zip.
+func (e Extension) PGXNZip() string { return e.Name + "-" + e.Version() + ".zip" }
+
 // SourceDir is the tarball's top directory, e.g. pg_lease-0.1.0.
 func (e Extension) SourceDir() string { return e.Name + "-" + e.Version() }
 
