@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -20,10 +21,14 @@ import (
 	"github.com/pglease/pglease-gen/internal/deb"
 	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/oci"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/sign"
 )
+
+// ImagesDir holds the CloudNativePG extension images in the build output.
+const ImagesDir = "cnpg"
 
 // Options configure Build.
 type Options struct {
@@ -110,8 +115,30 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		return nil, nil, err
 	}
 	arts = append(arts, dist.Artifact{Path: o.Ext.PGXNZip(), Kind: "pgxn-zip"})
-	if o.Step != nil {
-		o.Step("PGXN release zip %s", o.Ext.PGXNZip())
+	step := o.Step
+	if step == nil {
+		step = func(string, ...any) {}
+	}
+	step("PGXN release zip %s", o.Ext.PGXNZip())
+	// CloudNativePG's image volumes, for the majors that have
+	// extension_control_path
+	ext, err := render.InstallFiles(o.Ext, o.Src)
+	if err != nil {
+		return nil, nil, err
+	}
+	imgFiles, imgs, err := oci.Images(o.Ext, model.CNPG, ext, sources["LICENSE"], o.Majors, o.Time, ImagesDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for n, b := range imgFiles {
+		files[n] = b
+	}
+	for _, im := range imgs {
+		arts = append(arts, dist.Artifact{Path: path.Join(im.Dir, "index.json"), Kind: "oci-layout", Major: im.Major})
+		for _, arch := range model.MachineArches {
+			arts = append(arts, dist.Artifact{Path: im.Archives[arch], Kind: "docker-archive", Major: im.Major, Arch: arch})
+		}
+		step("CloudNativePG image %s: %s/ (OCI layout, linux/amd64 and linux/arm64) and a docker save tarball per platform", im.Ref, im.Dir)
 	}
 	var key []byte
 	keyURL := ""

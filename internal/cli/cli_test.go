@@ -218,7 +218,8 @@ func TestBuildWritesPackages(t *testing.T) {
 		}
 	}
 	// every distribution by default, each with its own majors
-	want := map[string]int{"tarball": 1, "pgxn-zip": 1, "spec": 1, "checksums": 1}
+	images := len(model.CNPG.MajorsOf(model.PgLease.Majors))
+	want := map[string]int{"tarball": 1, "pgxn-zip": 1, "spec": 1, "checksums": 1, "oci-layout": images, "docker-archive": 2 * images}
 	for _, d := range model.Distros {
 		n := len(d.MajorsOf(model.PgLease.Majors))
 		if d.Format == model.RPM {

@@ -64,6 +64,8 @@ type Options struct {
 	// NewestOnly runs the newest version's suites only, not those of the
 	// older versions and updates; the update checks run either way.
 	NewestOnly bool
+	// Settings are server settings ("name=value") every server starts with.
+	Settings []string
 }
 
 // MajorResult is the outcome for one major.
@@ -293,7 +295,7 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	pg := root
 	pg.User = dbUser
 	out, err := runner.Run(ctx, target{root: root, pg: pg, l: l}, runner.Options{
-		Passes: passes, Updates: runner.Updates(o.Ext), Install: o.Install, Keep: o.Keep, Stage: stage,
+		Passes: passes, Updates: runner.Updates(o.Ext), Install: o.Install, Keep: o.Keep, Stage: stage, Settings: o.Settings,
 		Results: resultsDir(o.Results, major),
 	})
 	r.Server, r.Version, r.Machine, r.Result = out.Server, out.Version, out.Machine, out.Result

@@ -133,7 +133,7 @@ func (o Options) DistrosOf(f string) []model.Distro {
 // describe it.
 type Artifact struct {
 	Path   string `json:"path"` // relative to the output directory
-	Kind   string `json:"kind"` // tarball, pgxn-zip, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
+	Kind   string `json:"kind"` // tarball, pgxn-zip, oci-layout, docker-archive, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
 	Major  int    `json:"major,omitempty"`
 	Arch   string `json:"arch,omitempty"`   // repository architecture of an rpm
 	Distro string `json:"distro,omitempty"` // el9, bookworm: the distribution of a package or repository file

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -101,4 +102,44 @@ func (t *Tar) Bytes() ([]byte, error) {
 		return nil, err
 	}
 	return t.buf.Bytes(), nil
+}
+
+// ImageFiles is a tar of the paths (directories, taken with their
+// contents) of image ref, read from a container created from it and never
+// started: `docker create` and `docker cp`, which work for a FROM scratch
+// image with no command. The container is removed.
+func ImageFiles(c *dc.Client, ref string, paths ...string) ([]byte, error) {
+	ctr, err := c.CreateContainer(dc.CreateContainerOptions{Config: &dc.Config{Image: ref, Cmd: []string{"/not-run"}, Labels: map[string]string{"org.pglease.test": "image-files"}}})
+	if err != nil {
+		return nil, fmt.Errorf("docker create %s: %w", ref, err)
+	}
+	defer c.RemoveContainer(dc.RemoveContainerOptions{ID: ctr.ID, Force: true})
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for _, p := range paths {
+		var buf bytes.Buffer
+		if err := c.DownloadFromContainer(ctr.ID, dc.DownloadFromContainerOptions{Path: p, OutputStream: &buf}); err != nil {
+			return nil, fmt.Errorf("docker cp %s:%s: %w", ref, p, err)
+		}
+		tr := tar.NewReader(&buf)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+			if _, err := io.Copy(tw, tr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

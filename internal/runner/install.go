@@ -157,3 +157,24 @@ func uploadTree(ctx context.Context, t Target, dir, dst string) error {
 	}
 	return t.Upload(ctx, dst, archive)
 }
+
+// ImageVolume is the installer of CloudNativePG's image volumes: the
+// image's files (a tar of share/ and licenses/, as taken from the image)
+// unpacked at dir, where a Cluster mounts the image, and nothing in the
+// server's own directories; the server finds the extension only through
+// its extension_control_path (ImageVolumeSetting).
+func ImageVolume(files []byte, dir string) Installer {
+	return func(ctx context.Context, t Target, stage func(string)) (func(context.Context) error, error) {
+		stage("the image's files at " + dir)
+		if err := Must(ctx, t.Root(), "mkdir", "-p", dir); err != nil {
+			return nil, err
+		}
+		return nil, t.Upload(ctx, dir, files)
+	}
+}
+
+// ImageVolumeSetting is the setting CloudNativePG gives a server for an
+// extension image mounted at dir.
+func ImageVolumeSetting(dir string) string {
+	return "extension_control_path='$system:" + dir + "/share'"
+}

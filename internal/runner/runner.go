@@ -62,6 +62,8 @@ type Options struct {
 	Results string
 	Keep    bool // leave the server running
 	Stage   func(string)
+	// Settings are server settings ("name=value") the server starts with.
+	Settings []string
 }
 
 // Outcome is what Run learned.
@@ -120,7 +122,7 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 	}
 	stage("starting server")
 	logFile := path.Join(work, "server.log")
-	if err := Must(ctx, srv, append([]string{l.Bin("pg_ctl")}, pgserver.PgCtlStartArgs(data, work, Port, logFile)...)...); err != nil {
+	if err := Must(ctx, srv, append([]string{l.Bin("pg_ctl")}, pgserver.PgCtlStartArgs(data, work, Port, logFile, o.Settings...)...)...); err != nil {
 		log, _ := srv.ReadFile(ctx, logFile)
 		return out, fmt.Errorf("%w\nserver log:\n%s", err, log)
 	}
