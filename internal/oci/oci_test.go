@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 func images(t *testing.T, built time.Time) (render.Files, []Image) {
@@ -118,3 +122,40 @@ func TestImagesAreReproducible(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSkopeoReadsTheLayouts has skopeo, the tool the pipeline pushes
+// with, read each layout for both platforms and copy it with all its
+// platforms, keeping every digest.
+func TestSkopeoReadsTheLayouts(t *testing.T) {
+	testenv.Tools(t, "skopeo")
+	files, imgs := images(t, model.Packages.Released())
+	dir := t.TempDir()
+	if err := render.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range imgs {
+		src := "oci:" + filepath.Join(dir, im.Dir) + ":" + im.Tag
+		for _, arch := range model.MachineArches {
+			out, err := exec.Command("skopeo", "inspect", "--override-os", "linux", "--override-arch", arch, src).CombinedOutput()
+			var got struct {
+				Architecture string
+				Labels       map[string]string
+				Layers       []string
+			}
+			if err != nil || json.Unmarshal(out, &got) != nil || got.Architecture != arch || len(got.Layers) != 1 ||
+				got.Labels["io.cloudnativepg.image.base.os"] != model.CNPG.OS {
+				t.Errorf("skopeo inspect %s (%s): %v\n%s", src, arch, err, out)
+			}
+		}
+		copied := filepath.Join(t.TempDir(), "copy")
+		if out, err := exec.Command("skopeo", "copy", "--all", "--preserve-digests", src, "oci:"+copied+":"+im.Tag).CombinedOutput(); err != nil {
+			t.Fatalf("skopeo copy --all %s: %v\n%s", src, err, out)
+		}
+		orig := files[path.Join(im.Dir, "index.json")]
+		b, err := os.ReadFile(filepath.Join(copied, "index.json"))
+		var top indexJSON
+		if err != nil || json.Unmarshal(b, &top) != nil || len(top.Manifests) != 1 || !bytes.Contains(orig, []byte(strings.TrimPrefix(top.Manifests[0].Digest, "sha256:"))) {
+			t.Errorf("skopeo's copy of %s has another index: %s", im.Dir, b)
+		}
+	}
+}
