@@ -100,11 +100,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	arts = append(arts, debArts...)
 	// PGXN's release zip: the tarball's tree, its META.json checked
 	// against PGXN's meta spec first
-	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
-	if err != nil {
-		return nil, nil, err
-	}
-	sources, err := dist.Sources(d, o.Src)
+	_, sources, err := dist.SourcesOf(dist.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Suffix: o.Suffix})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,11 +34,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if step == nil {
 		step = func(string, ...any) {}
 	}
-	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
-	if err != nil {
-		return nil, nil, err
-	}
-	sources, err := dist.Sources(d, o.Src)
+	_, sources, err := dist.SourcesOf(o)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -190,6 +190,38 @@ func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: int64(size), ModTime: mtime.UTC().Truncate(time.Second),
 			Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
 	}
+	err = eachEntry(files, top, func(d string) error {
+		return tw.WriteHeader(hdr(d+"/", tar.TypeDir, 0o755, 0))
+	}, func(name, full string) error {
+		if len(full) > 100 {
+			return fmt.Errorf("tarball: %s is too long for a ustar name", full)
+		}
+		mode := int64(0o644)
+		if Executables[name] {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(hdr(full, tar.TypeReg, mode, len(files[name]))); err != nil {
+			return err
+		}
+		_, err := tw.Write(files[name])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// eachEntry walks files as an archive lays them out below top/: sorted,
+// each directory (top's too) once before what it holds, then the file
+// (by its name in files and its full name).
+func eachEntry(files render.Files, top string, dir func(d string) error, file func(name, full string) error) error {
 	dirs := map[string]bool{}
 	var mkdir func(string) error
 	mkdir = func(d string) error {
@@ -200,35 +232,30 @@ func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 			return err
 		}
 		dirs[d] = true
-		return tw.WriteHeader(hdr(d+"/", tar.TypeDir, 0o755, 0))
+		return dir(d)
 	}
 	if err := mkdir(top); err != nil {
-		return nil, err
+		return err
 	}
 	for _, name := range files.Names() {
 		full := path.Join(top, name)
 		if err := mkdir(path.Dir(full)); err != nil {
-			return nil, err
+			return err
 		}
-		if len(full) > 100 {
-			return nil, fmt.Errorf("tarball: %s is too long for a ustar name", full)
-		}
-		mode := int64(0o644)
-		if Executables[name] {
-			mode = 0o755
-		}
-		if err := tw.WriteHeader(hdr(full, tar.TypeReg, mode, len(files[name]))); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(files[name]); err != nil {
-			return nil, err
+		if err := file(name, full); err != nil {
+			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
+	return nil
+}
+
+// SourcesOf are the data and the source tree of o's default packaging,
+// what the tarball and the zip hold.
+func SourcesOf(o Options) (Data, render.Files, error) {
+	d, err := NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
+	if err != nil {
+		return d, nil, err
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	files, err := Sources(d, o.Src)
+	return d, files, err
 }

@@ -6,7 +6,6 @@ import (
 	"compress/flate"
 	"io"
 	"io/fs"
-	"path"
 	"time"
 
 	"github.com/pglease/pglease-gen/internal/render"
@@ -24,29 +23,12 @@ func Zip(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		return flate.NewWriter(w, flate.BestCompression)
 	})
 	when := mtime.UTC().Truncate(2 * time.Second) // DOS times have 2 s steps
-	dirs := map[string]bool{}
-	var mkdir func(string) error
-	mkdir = func(d string) error {
-		if d == "." || dirs[d] {
-			return nil
-		}
-		if err := mkdir(path.Dir(d)); err != nil {
-			return err
-		}
-		dirs[d] = true
+	err := eachEntry(files, top, func(d string) error {
 		h := &zip.FileHeader{Name: d + "/", Method: zip.Store, Modified: when}
 		h.SetMode(fs.ModeDir | 0o755)
 		_, err := zw.CreateHeader(h)
 		return err
-	}
-	if err := mkdir(top); err != nil {
-		return nil, err
-	}
-	for _, name := range files.Names() {
-		full := path.Join(top, name)
-		if err := mkdir(path.Dir(full)); err != nil {
-			return nil, err
-		}
+	}, func(name, full string) error {
 		h := &zip.FileHeader{Name: full, Method: zip.Deflate, Modified: when}
 		mode := 0o644
 		if Executables[name] {
@@ -55,11 +37,13 @@ func Zip(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		h.SetMode(fs.FileMode(mode))
 		w, err := zw.CreateHeader(h)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := w.Write(files[name]); err != nil {
-			return nil, err
-		}
+		_, err = w.Write(files[name])
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err

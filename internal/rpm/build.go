@@ -51,11 +51,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	if len(o.Majors) == 0 {
 		return nil, nil, errors.New("no PostgreSQL majors to build for")
 	}
-	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
-	if err != nil {
-		return nil, nil, err
-	}
-	sources, err := dist.Sources(d, o.Src)
+	d, sources, err := dist.SourcesOf(o)
 	if err != nil {
 		return nil, nil, err
 	}
