@@ -166,3 +166,44 @@ func TestTamperingIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestStandinServerOnTrixie installs a deb whose server is a stand-in (16,
+// which no Debian release ships) on Debian 13: the trixie image of 17
+// offers the stand-in postgresql-16 beside Debian's own 17, apt takes the
+// trixie suite of a signed build (checked with the image's gpgv and sqv),
+// resolves postgresql-16 and its client from the image's repository, and
+// both suites run on 16.
+func TestStandinServerOnTrixie(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	if err := CheckImages(p, images.DebianRepository, []int{17}, runtime.GOARCH); err != nil {
+		t.Fatalf("%v\n(make images builds them)", err)
+	}
+	trixie, _ := model.DistroNamed("trixie")
+	s := testenv.Signer(t, 2048)
+	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: []int{16}, Distros: []model.Distro{trixie}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := render.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := runner.FindAptRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options(17, pglease.Files, "")
+	o.Image, o.NewestOnly = images.DebianRepository, true
+	o.Layout = func(int) layout.Layout { return layout.Debian(16) }
+	o.Install = runner.AptInstall(model.PgLease, repo, s.PublicKey(), "")
+	rs, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if r.Err != nil || !r.Result.Passed() || !strings.HasPrefix(r.Server, "16.") {
+		t.Errorf("postgresql-16-pg-lease on trixie: server %q, %v\n%s", r.Server, r.Err, r.Result.Diffs)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"github.com/pglease/pglease-gen/internal/deb"
+	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 )
 
@@ -141,7 +142,7 @@ func (r recipe) source() DebianSource {
 // repository of the downloaded packages), from the pinned build otherwise.
 func officialNodes(b env, r recipe) ([]node, error) {
 	if r.Debian == "" {
-		return serverTree(b.tgz, r.Layout)
+		return serverTree(b.tgz, r.Layout, psqlMajor)
 	}
 	return debianNodes(b, r)
 }
@@ -169,6 +170,21 @@ func debianNodes(b env, r recipe) ([]node, error) {
 	var err error
 	if r.Debian != "" {
 		debs, err = debianDebs(b, r.source(), append(r.source().pinned(major, r.Debian), r.Offers...)...)
+		for _, s := range r.Standins {
+			if err != nil {
+				break
+			}
+			var tgz string
+			var more map[string][]byte
+			if tgz, err = fetch(b.ctx, b.o.CacheDir, s, b.say); err == nil {
+				// its psql is the image's own major's client, which Debian's
+				// server of that major brings into the repository
+				more, err = standinDebOf(tgz, s, layout.Debian(s.Major), major, model.DebClientPackage(major))
+			}
+			for n, d := range more {
+				debs[n] = d
+			}
+		}
 	} else {
 		debs, err = standinDeb(b, r)
 	}
@@ -196,16 +212,23 @@ func debianNodes(b env, r recipe) ([]node, error) {
 // standinDeb is postgresql-N built from the pinned server build in
 // Debian's layout.
 func standinDeb(b env, r recipe) (map[string][]byte, error) {
-	tree, err := serverTree(b.tgz, r.Layout)
+	return standinDebOf(b.tgz, r.Server, r.Layout, psqlMajor, "")
+}
+
+// standinDebOf is the stand-in postgresql-N of server srv (its npm build
+// tgz) in layout l, whose psql is postgresql-client-psqlFrom's; depends
+// names what it needs that the image lacks.
+func standinDebOf(tgz string, srv Server, l layout.Layout, psqlFrom int, depends string) (map[string][]byte, error) {
+	tree, err := serverTree(tgz, l, psqlFrom)
 	if err != nil {
 		return nil, err
 	}
 	p := deb.Package{
-		Name: model.DebServerPackage(r.Server.Major), Version: r.Server.Release() + "-0standin", Source: "postgresql-" + fmt.Sprint(r.Server.Major),
-		Arch: model.DebArch(r.Server.Arch), Maintainer: model.Packages.Maintainer, Section: "database", Priority: "optional",
-		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in from %s@%s)", r.Server.Release(), r.Server.Package(), r.Server.Version),
-		Description: " The pinned server build laid out as Debian's postgresql-" + fmt.Sprint(r.Server.Major) + ", for the deb install proof.",
-		BuildTime:   model.Packages.Released(), Gzip: true,
+		Name: model.DebServerPackage(srv.Major), Version: srv.Release() + "-0standin", Source: "postgresql-" + fmt.Sprint(srv.Major),
+		Arch: model.DebArch(srv.Arch), Maintainer: model.Packages.Maintainer, Section: "database", Priority: "optional",
+		Summary:     fmt.Sprintf("PostgreSQL %s server (stand-in from %s@%s)", srv.Release(), srv.Package(), srv.Version),
+		Description: " The pinned server build laid out as Debian's postgresql-" + fmt.Sprint(srv.Major) + ", for the deb install proof.",
+		BuildTime:   model.Packages.Released(), Gzip: true, Depends: depends,
 	}
 	for _, n := range tree {
 		p.Files = append(p.Files, deb.File{Path: n.Path, Body: n.Body, Mode: n.Mode, Link: n.Link})

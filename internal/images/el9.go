@@ -67,7 +67,7 @@ func el9Nodes(e env, r recipe) ([]node, error) {
 	if r.Debian != "" {
 		tree, libs, err = debianServerTree(e, r)
 	} else {
-		tree, err = serverTree(e.tgz, r.Layout)
+		tree, err = serverTree(e.tgz, r.Layout, psqlMajor)
 	}
 	if err != nil {
 		return nil, err

@@ -348,6 +348,9 @@ type recipe struct {
 	// proof installs to check a suite where the minimal system has only
 	// sqv (trixie and later)
 	Offers []string `json:",omitempty"`
+	// Standins are the npm-only majors whose stand-in server debs the
+	// repository also offers (standinsOn)
+	Standins []Server `json:",omitempty"`
 }
 
 // env is what a family's nodes are made with.
@@ -389,6 +392,13 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			}
 			if fam.name == "debian-apt" {
 				r.Offers = []string{"gpgv"}
+				for _, m := range standinsOn[src.Suite] {
+					s, err := ServerFor(m, o.Arch)
+					if err != nil {
+						return err
+					}
+					r.Standins = append(r.Standins, s)
+				}
 			}
 		}
 		run := ""
@@ -537,7 +547,10 @@ type node struct {
 // serverTree lays out the npm build's files for layout l: the server
 // binaries, libraries, share directory and test drivers, plus the links
 // that make that layout work.
-func serverTree(tgz string, l layout.Layout) ([]node, error) {
+//
+// The build has no psql: l's psql is a link to the psql of Debian's
+// postgresql-client-psqlFrom, which the image has or the package depends on.
+func serverTree(tgz string, l layout.Layout, psqlFrom int) ([]node, error) {
 	var links []struct{ Source, Target string }
 	if err := eachEntry(tgz, func(h *tar.Header, body io.Reader) error {
 		if h.Name != "package/native/pg-symlinks.json" {
@@ -603,7 +616,7 @@ func serverTree(tgz string, l layout.Layout) ([]node, error) {
 	for _, rp := range runpaths {
 		nodes = append(nodes, node{Path: rp, Link: l.Prefix + "/lib"})
 	}
-	if psql := layout.Debian(psqlMajor).Bin("psql"); l.Bin("psql") != psql {
+	if psql := layout.Debian(psqlFrom).Bin("psql"); l.Bin("psql") != psql {
 		nodes = append(nodes, node{Path: l.Bin("psql"), Link: psql})
 	}
 	return nodes, nil

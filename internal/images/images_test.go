@@ -137,7 +137,7 @@ func fakeBuild(t *testing.T) string {
 }
 
 func TestContextUsesTheOfficialLayout(t *testing.T) {
-	nodes, err := serverTree(fakeBuild(t), layout.Debian(16))
+	nodes, err := serverTree(fakeBuild(t), layout.Debian(16), psqlMajor)
 	if err != nil {
 		t.Fatal(err)
 	}

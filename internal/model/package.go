@@ -215,6 +215,9 @@ func (e Extension) DebPackage(major int) string {
 	return fmt.Sprintf("postgresql-%d-%s", major, e.DebName())
 }
 
+// DebClientPackage is Debian's client package of a major.
+func DebClientPackage(major int) string { return fmt.Sprintf("postgresql-client-%d", major) }
+
 // DebServerPackage is the Debian server package a major's deb depends on.
 func DebServerPackage(major int) string { return fmt.Sprintf("postgresql-%d", major) }
 
