@@ -95,7 +95,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) lint-ci go-test failover-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
+	$(MAKE) lint-ci go-test failover-ci promotion-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
@@ -133,6 +133,19 @@ failover-ci:
 	@mkdir -p $(BUILD)
 	@PG_CONFIG=$(PG_CONFIG) $(GO) test -v -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.duration=$(FAULTS_DURATION) > $(BUILD)/faults.log 2>&1; \
 	  status=$$?; grep -E '^(--- |    faults_test|ok|FAIL|PASS)' $(BUILD)/faults.log | sed 's/    faults_test.go:[0-9]*: //'; exit $$status
+# A real promotion on every major, in its local image (the npm builds of
+# 14 and 16 have no pg_basebackup: their standby is a cold copy), after
+# which the era must be timeline 2's: how each major tells pg_lease its
+# timeline and system identifier, proven (make test; a few seconds each).
+promotion-ci: docker images
+	@mkdir -p $(BUILD)
+	CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/faults.test ./internal/faults
+	@for m in $$($(GO) run ./cmd/pglease-gen version --majors | tr -d '[]' | tr ',' ' '); do \
+	  docker run --rm --init --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro -e PG_MAJOR=$$m $(PGLEASE_IMAGE):$$m \
+	    /faults.test -test.v -test.count=1 -test.run TestEraAfterPromotion > $(BUILD)/promotion-$$m.log 2>&1; status=$$?; \
+	  grep -E 'promotion_test|^(--- |ok|FAIL)' $(BUILD)/promotion-$$m.log; \
+	  [ $$status -eq 0 ] || { cat $(BUILD)/promotion-$$m.log; exit $$status; }; \
+	done
 FAILOVER_DURATION ?= 20s
 FAILOVER_MAJORS ?= 15 17 18 19
 failover: docker images

@@ -43,6 +43,12 @@ func (i Install) Layout() layout.Layout {
 	}
 }
 
+// InstallOf is the installation of a layout, for a build without
+// pg_config (the npm registry's): its binaries and share directory.
+func InstallOf(l layout.Layout) Install {
+	return Install{BinDir: l.BinDir, ShareDir: l.ShareDir, Major: l.Major}
+}
+
 // BootstrapUser is the superuser every throwaway cluster is made with.
 const BootstrapUser = "postgres"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,7 +76,14 @@ func (s *Server) own(root string) error {
 // BaseBackup copies the running server with pg_basebackup (its WAL
 // streamed alongside) into a new server directory under parent, not
 // started.
+//
+// An installation without pg_basebackup (the npm registry's builds) gets
+// a cold copy instead: s stops cleanly, its data directory is copied, and
+// it starts again.
 func (s *Server) BaseBackup(ctx context.Context, parent string) (*Server, error) {
+	if _, err := os.Stat(filepath.Join(s.Install.BinDir, "pg_basebackup")); err != nil {
+		return s.coldCopy(ctx, parent)
+	}
 	n, err := s.newDir(parent)
 	if err != nil {
 		return nil, err
@@ -125,6 +133,32 @@ func (s *Server) StartRecovered(ctx context.Context, archive string) error {
 		return err
 	}
 	return s.waitPrimary(ctx)
+}
+
+// coldCopy is BaseBackup without pg_basebackup: a copy of the data
+// directory while s is stopped.
+func (s *Server) coldCopy(ctx context.Context, parent string) (*Server, error) {
+	n, err := s.newDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	if out, err := s.run(ctx, "pg_ctl", "-D", s.Data(), "-m", "fast", "-w", "stop"); err != nil {
+		n.remove()
+		return nil, fmt.Errorf("pg_ctl stop for a cold copy: %w\n%s", err, out)
+	}
+	out, err := exec.CommandContext(ctx, "cp", "-a", s.Data(), n.Data()).CombinedOutput()
+	if err == nil {
+		err = n.own(n.Data())
+	}
+	if rerr := s.Restart(ctx); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		n.remove()
+		return nil, fmt.Errorf("cold copy of %s: %w\n%s", s.Data(), err, out)
+	}
+	os.Remove(filepath.Join(n.Data(), "postmaster.pid"))
+	return n, nil
 }
 
 // Promote promotes a standby and waits until it takes writes.
