@@ -49,8 +49,19 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 	if err != nil {
 		return "", err
 	}
+	// this tree once more, with the durability floor off
+	// (lease.synchronous_commit = session, 0.2.0's behaviour), in the
+	// database session: what the floor costs, in the same run
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session", "ALTER DATABASE session SET lease.synchronous_commit = 'session'"); err != nil {
+		return "", err
+	}
+	sessionDSN := strings.Replace(s.DSN(), "dbname=postgres", "dbname=session", 1)
+	if err := pgserver.Exec(ctx, sessionDSN, "CREATE EXTENSION pg_lease", floorSchema, floorRows); err != nil {
+		return "", err
+	}
 	newOn, _, newOff, _ := leaseSystems(s.DSN())
 	baseOn, _, baseOff, _ := leaseSystems(baseDSN)
+	_, _, sessionOff, _ := leaseSystems(sessionDSN)
 	type row struct {
 		name      string
 		this, old System
@@ -64,6 +75,8 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 		{"renew sync off", newOff, baseOff, renew},
 		{"cycle sync on", newOn, baseOn, cycle},
 		{"hot name sync off", newOff, baseOff, hotRun},
+		{"cycle sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, cycle},
+		{"renew sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, renew},
 	}
 	ratios := map[string][]float64{}
 	cpus := map[string][]float64{}
