@@ -198,7 +198,7 @@ soak-storage:
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only soak -soak $(SOAK_CYCLES) -soak-names 100000 -out results/soak-100000
 
 bench-quick:
-	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -out ../$(BUILD)/bench-quick
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -phase 400ms -out ../$(BUILD)/bench-quick
 
 # Where a backend's CPU time goes, pg_lease against the floor, on PostgreSQL
 # 15 and 18 (perf, as root; bench/results/profile.md).

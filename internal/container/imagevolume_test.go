@@ -66,25 +66,28 @@ func TestImageVolume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, major := range []int{18, 19} {
-		o := options(major, pglease.Files, "")
-		o.NewestOnly = true
-		o.Install = runner.ImageVolume(volume[major], mountPoint)
-		o.Settings = []string{runner.ImageVolumeSetting(mountPoint)}
-		rs, err := Run(context.Background(), p, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := rs[0]; r.Err != nil || !r.Result.Passed() {
-			t.Errorf("PostgreSQL %d with the image volume: %v\n%s", major, r.Err, r.Result.Diffs)
+	// 18 and 19 at once, each with the files of its own image
+	o := options(18, pglease.Files, "")
+	o.Majors, o.Jobs, o.NewestOnly = []int{18, 19}, 2, true
+	o.Install = func(ctx context.Context, t runner.Target, stage func(string)) (func(context.Context) error, error) {
+		return runner.ImageVolume(volume[t.Layout().Major], mountPoint)(ctx, t, stage)
+	}
+	o.Settings = []string{runner.ImageVolumeSetting(mountPoint)}
+	rs, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Err != nil || !r.Result.Passed() {
+			t.Errorf("PostgreSQL %d with the image volume: %v\n%s", r.Major, r.Err, r.Result.Diffs)
 		}
 	}
 	// without the setting the server does not see the files: the suites
 	// fail (what shows that the runs above used the image's files)
-	o := options(18, pglease.Files, "")
+	o = options(18, pglease.Files, "")
 	o.NewestOnly = true
 	o.Install = runner.ImageVolume(volume[18], mountPoint)
-	rs, err := Run(context.Background(), p, o)
+	rs, err = Run(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
