@@ -150,7 +150,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		// for the release, so a host takes the file of its own
 		if len(model.OfFormat(distros, model.RPM)) > 0 {
 			files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name, o.Ext.Name+" for EL$releasever ($basearch)",
-				repoURL+"/"+rpm.RepoDir(o.Pkg.For(model.Distro{Name: "el$releasever", Format: model.RPM}), "$basearch"), keyURL)
+				repoURL+"/"+rpm.HostRepoDir(o.Pkg), keyURL)
 			arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"})
 		}
 		for _, d := range model.OfFormat(distros, model.Deb) {

@@ -44,15 +44,6 @@ type testCmd struct {
 	arch     string
 }
 
-// names lists distributions by name.
-func names(ds []model.Distro) string {
-	var out []string
-	for _, d := range ds {
-		out = append(out, d.Name)
-	}
-	return strings.Join(out, ", ")
-}
-
 func newTest() *cobra.Command {
 	c := &testCmd{}
 	cmd := &cobra.Command{
@@ -150,7 +141,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		distro := cmp.Or(c.distro, strings.TrimPrefix(model.Packages.Dist, "."))
 		d, ok := model.DistroNamed(distro)
 		if !ok || d.Format != model.RPM {
-			return fmt.Errorf("--distro %s with --rpm: use an EL release (%s)", distro, names(model.OfFormat(model.Distros, model.RPM)))
+			return fmt.Errorf("--distro %s with --rpm: use an EL release (%s)", distro, strings.Join(model.Names(model.OfFormat(model.Distros, model.RPM)), ", "))
 		}
 		repo, err := runner.FindRepo(c.rpm, model.Packages.For(d), arch)
 		if err != nil {
@@ -171,7 +162,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	}
 	if c.deb != "" {
 		if d, ok := model.DistroNamed(c.distro); c.distro != "" && (!ok || d.Format != model.Deb) {
-			return fmt.Errorf("--distro %s with --deb: use a Debian or Ubuntu release (%s), or leave it out for the image's own", c.distro, names(model.OfFormat(model.Distros, model.Deb)))
+			return fmt.Errorf("--distro %s with --deb: use a Debian or Ubuntu release (%s), or leave it out for the image's own", c.distro, strings.Join(model.Names(model.OfFormat(model.Distros, model.Deb)), ", "))
 		}
 		repo, err := runner.FindAptRepo(c.deb)
 		if err != nil {

@@ -72,12 +72,15 @@ func (d Distro) MajorsOf(want []int) []int {
 }
 
 // DistroNames lists the distributions by name, comma-separated.
-func DistroNames() string {
+func DistroNames() string { return strings.Join(Names(Distros), ",") }
+
+// Names are the names of ds, in order.
+func Names(ds []Distro) []string {
 	var names []string
-	for _, d := range Distros {
+	for _, d := range ds {
 		names = append(names, d.Name)
 	}
-	return strings.Join(names, ",")
+	return names
 }
 
 // ParseDistros reads --distro: "all" or a comma list of names; the result

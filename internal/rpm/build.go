@@ -37,6 +37,14 @@ func RepoDir(pkg model.Packaging, arch string) string {
 	return strings.TrimPrefix(pkg.Dist, ".") + "." + arch
 }
 
+// HostRepoDir is the repository tree as a host's .repo names it, for
+// every EL release and architecture at once: el$releasever.$basearch,
+// which dnf fills in.
+func HostRepoDir(pkg model.Packaging) string {
+	pkg.Dist = ".el$releasever"
+	return RepoDir(pkg, "$basearch")
+}
+
 // SpecFile is the rendered spec's name.
 func SpecFile(ext model.Extension) string { return ext.Name + ".spec" }
 

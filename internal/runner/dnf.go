@@ -65,7 +65,7 @@ func DNFInstall(ext model.Extension, repo string, key []byte, distro model.Distr
 			keyURL = "file://" + path.Join(repoInContainer, ext.RPMKeyFile())
 		}
 		conf := rpm.RepoFile(ext.Name, ext.Name+" packages under test",
-			"file://"+path.Join(repoInContainer, rpm.RepoDir(model.Packages.For(model.Distro{Name: "el$releasever", Format: model.RPM}), "$basearch")), keyURL)
+			"file://"+path.Join(repoInContainer, rpm.HostRepoDir(model.Packages)), keyURL)
 		if err := uploadFile(ctx, t, "/etc/yum.repos.d", ext.RepoFile(), conf); err != nil {
 			return nil, err
 		}
