@@ -40,7 +40,10 @@ var PgLease = Extension{
 	Versions: []Version{
 		{Number: "0.1.0", Released: true},
 		{Number: "0.2.0", Released: true},
-		{Number: "0.3.0"},
+		{Number: "0.3.0", Released: true},
+		// 0.2.0 updates straight to 0.4.0 too: the step through 0.3.0
+		// refuses an epoch above 2^32, which 0.4.0 takes.
+		{Number: "0.4.0", DirectFrom: []string{"0.2.0"}},
 	},
 	Schema:       "lease",
 	Comment:      "expiring ownership of named resources with fencing epochs",
@@ -60,6 +63,10 @@ func (e Extension) MaxMajor() int { return e.Majors[len(e.Majors)-1] }
 type Version struct {
 	Number   string
 	Released bool // its install script is frozen
+	// DirectFrom are older versions (before the previous one) with an
+	// update script straight into this one, beside the step from the
+	// previous version; PostgreSQL takes the shortest path.
+	DirectFrom []string
 }
 
 // VersionLess reports whether version a (dotted numbers, 0.10.0 after
@@ -108,6 +115,9 @@ func (e Extension) Scripts() []string {
 		out = append(out, e.InstallScript(v.Number))
 		if i > 0 {
 			out = append(out, e.UpdateScript(e.Versions[i-1].Number, v.Number))
+		}
+		for _, from := range v.DirectFrom {
+			out = append(out, e.UpdateScript(from, v.Number))
 		}
 	}
 	return out

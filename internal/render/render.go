@@ -164,7 +164,11 @@ func Extension(ext model.Extension, src fs.FS) (Files, error) {
 			update = ext.UpdateScript(ext.Versions[i-1].Number, v.Number)
 		}
 		if v.Released {
-			for _, name := range []string{ext.InstallScript(v.Number), update} {
+			names := []string{ext.InstallScript(v.Number), update}
+			for _, from := range v.DirectFrom {
+				names = append(names, ext.UpdateScript(from, v.Number))
+			}
+			for _, name := range names {
 				if name == "" {
 					continue
 				}
@@ -185,6 +189,13 @@ func Extension(ext model.Extension, src fs.FS) (Files, error) {
 			tmpl := UpdateTemplate(ext, ext.Versions[i-1].Number, v.Number)
 			d.Source = tmpl
 			if files[update], err = TemplateSet(src, d, ScriptTemplate, tmpl); err != nil {
+				return nil, err
+			}
+		}
+		for _, from := range v.DirectFrom {
+			tmpl := UpdateTemplate(ext, from, v.Number)
+			d.Source = tmpl
+			if files[ext.UpdateScript(from, v.Number)], err = TemplateSet(src, d, ScriptTemplate, tmpl); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,671 @@
+-- pg_lease 0.2.0 to 0.3.0: expiring ownership of named resources with fencing epochs
+--
+-- Rendered by pglease-gen from templates/pg_lease--0.2.0--0.3.0.sql.tmpl; edit the template, not this file.
+
+\echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Every lease keeps its epoch, in band 0: the era the update runs in.
+ALTER TABLE @extschema@.leases ADD COLUMN band bigint NOT NULL DEFAULT 0;
+ALTER TABLE @extschema@.leases ADD
+    -- An era's epochs stay in its band (a name that would leave it is an
+    -- error, never an epoch of a later era's band).
+    CONSTRAINT leases_band_check CHECK (band >= 0 AND epoch <= (band + 1) * 4294967296);
+
+
+-- The eras of this database (docs/eras.md): one row per era it entered,
+-- with the server it was entered on. The row of the highest band is the
+-- current era while the server is that one, in the same run; a grant on
+-- another server (a promoted standby: another timeline; a restore into
+-- another cluster: another system identifier) or after a restart (a
+-- crash may have lost a grant whose epoch its client already saw, inside
+-- an explicit transaction) enters the next era first. The install script
+-- records the era it runs in (band 0); pg_dump carries the rows, so a
+-- restored copy sees the era of its source, above its own.
+CREATE TABLE @extschema@.eras (
+    band              bigint      NOT NULL,
+    generation        integer     NOT NULL,
+    timeline          bigint      NOT NULL,
+    new_eras          integer     NOT NULL,
+    installed         boolean     NOT NULL,
+    system_identifier bigint      NOT NULL,
+    boot              timestamptz NOT NULL,
+    began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- (a dump restored into another database of the same cluster brings
+    -- its source's installation row beside the one its CREATE EXTENSION
+    -- made: the same band and system, another start)
+    CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, began_at),
+    CONSTRAINT eras_numbers_check CHECK (generation BETWEEN 0 AND 63 AND timeline BETWEEN 1 AND 1023
+                                         AND new_eras BETWEEN 0 AND 32767),
+    CONSTRAINT eras_band_check CHECK (band = CASE WHEN installed THEN 0 ELSE ((generation)::bigint << 25 | (timeline)::bigint << 15 | (new_eras)) END)
+);
+
+COMMENT ON TABLE @extschema@.eras IS
+    'the eras of this database: each owns the epochs of its band (see lease.current_era(); written only by the pg_lease functions)';
+
+REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
+
+-- The era this script runs in: band 0, so that a name never acquired
+-- starts at 1 and the epochs of an updated database stay what they were.
+INSERT INTO @extschema@.eras (band, generation, timeline, new_eras, installed, system_identifier, boot)
+SELECT 0, 0, coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1), 0, true, (pg_catalog.pg_control_system()).system_identifier,
+       pg_catalog.pg_postmaster_start_time();
+
+-- The floor under the durability of a transaction that changed a lease.
+CREATE FUNCTION @extschema@.durable()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_floor text := coalesce(nullif(current_setting('lease.synchronous_commit', true), ''), 'on');
+    v_now   text;
+BEGIN
+    IF v_floor = 'session' THEN
+        RETURN;
+    END IF;
+    IF v_floor NOT IN ('on', 'remote_apply') THEN
+        RAISE EXCEPTION 'lease.synchronous_commit must be on, remote_apply or session'
+            USING ERRCODE = '22023', DETAIL = format('lease.synchronous_commit is %L.', v_floor);
+    END IF;
+    v_now := current_setting('synchronous_commit');
+    -- off, local and remote_write are below on; on is below remote_apply.
+    -- SET LOCAL's effect: this transaction only (a function's SET clause
+    -- restores only the settings it names, not this one).
+    IF v_now IN ('off', 'local', 'remote_write') OR (v_floor = 'remote_apply' AND v_now = 'on') THEN
+        PERFORM set_config('synchronous_commit', v_floor, true);
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.durable() IS
+    'internal: raises synchronous_commit to lease.synchronous_commit (on, remote_apply, or session: leave it) for the calling transaction, which changed a lease';
+
+REVOKE ALL ON FUNCTION @extschema@.durable() FROM PUBLIC;
+
+-- The band of the era a grant is made in: the recorded era's while the
+-- server is the one it was recorded on, otherwise the next era's, which
+-- is recorded first.
+CREATE FUNCTION @extschema@.era_band()
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_sysid bigint;
+    v_tli   bigint;
+    v_gen   integer;
+    v_n     integer;
+    v_band  bigint;
+    e       record;
+BEGIN
+    IF pg_is_in_recovery() THEN
+        -- a standby grants nothing (the write that follows fails as
+        -- read-only); its promotion will be a new timeline
+        RETURN coalesce((SELECT max(r.band) FROM @extschema@.eras AS r), 0);
+    END IF;
+    v_sysid := (pg_control_system()).system_identifier;
+    v_tli := CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END;
+    -- the current era: the highest band; of two rows with one band (the
+    -- installation eras of a restored copy and of its source), the first
+    -- recorded (the source's)
+    SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.boot INTO e
+      FROM @extschema@.eras AS r
+     ORDER BY r.band DESC, r.began_at
+     LIMIT 1;
+    IF e.system_identifier = v_sysid AND e.timeline = v_tli AND e.boot = pg_postmaster_start_time() THEN
+        RETURN e.band;
+    END IF;
+    -- The next era: of the next generation in another cluster; on this
+    -- server's timeline after a promotion; the next on the same timeline
+    -- after a restart.
+    IF e.system_identifier <> v_sysid THEN
+        v_gen := e.generation + 1;
+        v_n := 0;
+    ELSIF e.timeline <> v_tli THEN
+        v_gen := e.generation;
+        v_n := 0;
+    ELSE
+        v_gen := e.generation;
+        v_n := e.new_eras + 1;
+    END IF;
+    IF v_gen > 63 OR v_tli > 1023 OR v_n > 32767 THEN
+        RAISE EXCEPTION 'pg_lease has no band left for a new era (generation %, timeline %, era % on it)', v_gen, v_tli, v_n
+            USING ERRCODE = '54000',
+                  DETAIL = 'Eras are numbered by generation (at most 63), timeline (at most 1023) and the restarts and lease.new_era() calls on a timeline (at most 32767).';
+    END IF;
+    v_band := ((v_gen)::bigint << 25 | (v_tli)::bigint << 15 | (v_n));
+    IF v_band <= e.band THEN
+        RAISE EXCEPTION 'pg_lease cannot order this server''s era after the recorded one'
+            USING ERRCODE = '55000',
+                  DETAIL = format('The server (system %s, timeline %s) would begin band %s, not above the recorded band %s (system %s, timeline %s).',
+                                  v_sysid, v_tli, v_band, e.band, e.system_identifier, e.timeline),
+                  HINT = 'Call lease.new_era() to begin an era above it.';
+    END IF;
+    -- (two calls entering the same era at once record it twice: one band)
+    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier, boot)
+    VALUES (v_band, v_gen, v_tli, v_n, false, v_sysid, pg_postmaster_start_time());
+    RETURN v_band;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_band() IS
+    'internal: the band of the era a grant is made in now, entering a new era when the server is not the one the current era was recorded on';
+
+REVOKE ALL ON FUNCTION @extschema@.era_band() FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.current_era()
+RETURNS TABLE (band bigint, generation integer, timeline bigint, new_eras integer, system_identifier bigint,
+               began_at timestamptz, first_epoch bigint, current boolean)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_sysid bigint := (pg_control_system()).system_identifier;
+BEGIN
+    RETURN QUERY
+    SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.began_at,
+           (r.band * 4294967296 + 1),
+           r.system_identifier = v_sysid AND r.boot = pg_postmaster_start_time()
+           AND (pg_is_in_recovery() OR r.timeline = CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END)
+      FROM @extschema@.eras AS r
+     ORDER BY r.band DESC, r.began_at
+     LIMIT 1;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.current_era() IS
+    'current_era(): the era the database recorded last (its band, generation, timeline, count of new_era() calls, system identifier, start and first epoch), and whether this server is the one it was recorded on; when it is not, the next grant begins a new era';
+
+-- An operator's new era: after a base backup restored without archive
+-- recovery (it keeps the system identifier and the timeline), or whenever
+-- the grants of another copy must be left behind. Not for PUBLIC.
+CREATE FUNCTION @extschema@.new_era()
+RETURNS TABLE (band bigint, generation integer, timeline bigint, new_eras integer, first_epoch bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_sysid bigint;
+    v_band  bigint;
+    e       record;
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'lease.new_era() cannot run on a standby'
+            USING ERRCODE = '25006', HINT = 'Call it on the primary; a promotion begins a new era by itself.';
+    END IF;
+    -- one at a time, and not beside a grant entering an era
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    v_band := @extschema@.era_band();
+    v_sysid := (pg_control_system()).system_identifier;
+    SELECT r.generation, r.timeline, r.new_eras INTO e
+      FROM @extschema@.eras AS r WHERE r.band = v_band AND r.system_identifier = v_sysid
+     ORDER BY r.began_at LIMIT 1;
+    -- to the next multiple of 64: a copy that calls it (a base backup
+    -- restored without archive recovery) ranks above the eras its source
+    -- began by restarting after the copy was made, up to 64 - 1 of them
+    new_eras := (e.new_eras / 64 + 1) * 64;
+    IF new_eras > 32767 THEN
+        RAISE EXCEPTION 'lease has no band left for a new era on timeline %', e.timeline
+            USING ERRCODE = '54000', HINT = 'A promotion to a new timeline makes room for more.';
+    END IF;
+    band := ((e.generation)::bigint << 25 | (e.timeline)::bigint << 15 | (new_eras));
+    INSERT INTO @extschema@.eras AS r (band, generation, timeline, new_eras, installed, system_identifier, boot)
+    VALUES (band, e.generation, e.timeline, new_eras, false, v_sysid, pg_postmaster_start_time());
+    PERFORM @extschema@.durable();
+    generation := e.generation;
+    timeline := e.timeline;
+    first_epoch := (band * 4294967296 + 1);
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.new_era() IS
+    'new_era(): begin a new era: every epoch granted from now on is above every epoch granted before in this database or any copy of it; returns the new era (band, generation, timeline, count of new_era() calls on it, first epoch). Call it after restoring a base backup without archive recovery.';
+
+REVOKE ALL ON FUNCTION @extschema@.new_era() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.new_era() TO @extowner@;
+
+-- acquire grants above the era's floor; acquire, renew, release and purge
+-- make the transactions that change a lease durable.
+CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
+RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_wait    numeric;  -- seconds this call may wait for the lease; 0: no waiting
+    v_start   numeric;  -- clock_timestamp() at the start, in seconds
+    v_poll    numeric;  -- lease.poll_interval in seconds, read on the first wait
+    v_setting text;
+    v_left    numeric;
+    v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
+    v_band    bigint;   -- the band of the era this attempt grants in
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (acquire.name <> '' AND octet_length(acquire.name) <= 1024
+       AND acquire.owner <> '' AND octet_length(acquire.owner) <= 1024
+       AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
+       AND date_part('month', acquire.ttl) = 0 AND date_part('year', acquire.ttl) = 0
+       AND (acquire.max_wait IS NULL OR (acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
+                                         AND extract(epoch FROM acquire.max_wait) >= 0))) IS NOT TRUE THEN
+        IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
+                                    WHEN acquire.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
+        END IF;
+        IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN acquire.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
+        END IF;
+        IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
+            RAISE EXCEPTION 'max_wait must be finite'
+                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+        END IF;
+        v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
+        IF v_wait < 0 THEN
+            RAISE EXCEPTION 'max_wait must not be negative'
+                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+        END IF;
+        IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF acquire.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
+           AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
+        END IF;
+    END IF;
+    v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
+    IF v_wait > 0 THEN
+        IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+            RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
+                USING ERRCODE = '25000',
+                      DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
+                                      upper(current_setting('transaction_isolation'))),
+                      HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
+        END IF;
+        v_start := extract(epoch FROM clock_timestamp());
+    END IF;
+
+    LOOP
+        -- The era this attempt would grant in (a new one begins here when
+        -- the server is not the one the database recorded its era on).
+        v_band := @extschema@.era_band();
+        -- Released or lapsed: take it. The write first, re-checking the
+        -- lease in its WHERE, in a subtransaction, so that a caller who
+        -- finds the lease taken by a concurrent contender rolls back the
+        -- row lock it got on the way instead of keeping it until the end of
+        -- its transaction (where it would make the new holder's renew or
+        -- release wait): when a concurrent writer changed the row, the
+        -- UPDATE waits for it and re-checks the newest version, taking its
+        -- lock even when the check then fails. clock_timestamp() is read as
+        -- the row is checked and written, after any wait.
+        BEGIN
+            IF v_wait > 0 THEN
+                -- A blocking acquire counts a wait for the row (behind a
+                -- guard or a writer) against max_wait: lock_timeout is what
+                -- is left, set inside this subtransaction, which undoes it
+                -- on an error or a lost race; restored below on success.
+                v_lock_timeout := current_setting('lock_timeout');
+                v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+            END IF;
+            UPDATE @extschema@.leases AS l
+               SET owner = acquire.owner,
+                   -- A released lease keeps its epoch (release advanced
+                   -- it); a lapsed one is taken over under the next; in a
+                   -- later era than the name's last grant, at least the
+                   -- first epoch of the era's band.
+                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END,
+                                    CASE WHEN l.band < v_band THEN (v_band * 4294967296 + 1) ELSE 1 END),
+                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                   band = greatest(l.band, v_band)
+             WHERE l.name = acquire.name
+               AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            IF FOUND THEN
+                -- (after the test of FOUND: PERFORM sets FOUND too)
+                IF v_wait > 0 THEN
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                END IF;
+                PERFORM @extschema@.durable();
+                acquired := true;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = 'LS001';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- not taken: no lock is kept
+        WHEN lock_not_available THEN
+            -- max_wait ran out while waiting for the row
+            RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                USING ERRCODE = '57014',
+                      DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
+                      HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+        END;
+
+        -- Not taken: a plain read with a fresh snapshot says why (no lock).
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = acquire.name;
+
+        IF NOT FOUND THEN
+            -- Unknown name. ON CONFLICT DO NOTHING takes no lock when another
+            -- transaction created the row first; the loop then reads it.
+            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at, band)
+            VALUES (acquire.name, acquire.owner, greatest(coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1, (v_band * 4294967296 + 1)),
+                    (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'), v_band)
+            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            IF FOUND THEN
+                PERFORM @extschema@.durable();
+                acquired := true;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        IF v_owner = acquire.owner AND v_expires > v_now THEN
+            -- Held by the caller already: idempotent, does not extend.
+            acquired := true;
+            epoch := v_epoch;
+            expires_at := v_expires;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF v_owner IS NULL OR v_expires <= v_now THEN
+            CONTINUE;  -- released or lapsed after all: it changed between the two
+        END IF;
+
+        -- Held by another owner.
+        IF v_wait = 0 THEN
+            acquired := false;
+            epoch := NULL;
+            expires_at := NULL;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        v_left := v_start + v_wait - extract(epoch FROM v_now);
+        IF v_left <= 0 THEN
+            RAISE EXCEPTION 'lease "%" is still held after waiting max_wait %', acquire.name, acquire.max_wait
+                USING ERRCODE = '57014',
+                      DETAIL = 'lease.acquire gave up waiting: the lease was neither released nor lapsed in time.',
+                      HINT = 'Retry later, or pass a longer max_wait.';
+        END IF;
+        IF v_poll IS NULL THEN
+            -- Read once, on the first wait.
+            v_setting := coalesce(nullif(current_setting('lease.poll_interval', true), ''), '10ms');
+            BEGIN
+                v_poll := CASE WHEN isfinite(v_setting::interval) THEN extract(epoch FROM v_setting::interval) END;
+            EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+                v_poll := NULL;
+            END;
+            IF v_poll IS NULL OR v_poll <= 0 THEN
+                RAISE EXCEPTION 'lease.poll_interval must be a positive interval'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('lease.poll_interval is %L.', v_setting),
+                          HINT = format('Reset it, or set it to a duration such as %L.', '10ms');
+            END IF;
+        END IF;
+        -- Sleep no longer than the poll interval, nor past the holder's
+        -- expiry, nor past the deadline. No lock is held while sleeping.
+        PERFORM pg_sleep(greatest(least(v_poll, v_left, extract(epoch FROM v_expires) - extract(epoch FROM v_now)), 0)::float8);
+    END LOOP;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl interval)
+RETURNS TABLE (status text, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (renew.name <> '' AND octet_length(renew.name) <= 1024
+       AND renew.owner <> '' AND octet_length(renew.owner) <= 1024
+       AND renew.epoch >= 1
+       AND renew.ttl > interval '0' AND renew.ttl < interval '50000000 days'
+       AND date_part('month', renew.ttl) = 0 AND date_part('year', renew.ttl) = 0) IS NOT TRUE THEN
+        IF renew.name IS NULL OR renew.name = '' OR octet_length(renew.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.name IS NULL THEN 'name is NULL.'
+                                    WHEN renew.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(renew.name)) END;
+        END IF;
+        IF renew.owner IS NULL OR renew.owner = '' OR octet_length(renew.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN renew.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(renew.owner)) END;
+        END IF;
+        IF renew.epoch IS NULL OR renew.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(renew.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+        IF renew.ttl IS NULL OR NOT isfinite(renew.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(renew.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', renew.ttl) <> 0 OR date_part('year', renew.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', renew.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF renew.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', renew.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (renew.ttl >= interval '50000000 days')
+           AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
+        END IF;
+    END IF;
+    LOOP
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
+        BEGIN
+            UPDATE @extschema@.leases AS l
+               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
+             WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
+               AND l.expires_at > clock_timestamp()
+            RETURNING l.expires_at INTO expires_at;
+            IF FOUND THEN
+                PERFORM @extschema@.durable();
+                status := 'ok';
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = 'LS001';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- no lock is kept
+        END;
+        -- Not renewed: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = renew.name;
+        status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
+                   WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    expires_at := NULL;
+    RETURN NEXT;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_status  text;
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (release.name <> '' AND octet_length(release.name) <= 1024
+       AND release.owner <> '' AND octet_length(release.owner) <= 1024
+       AND release.epoch >= 1) IS NOT TRUE THEN
+        IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN release.name IS NULL THEN 'name is NULL.'
+                                    WHEN release.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(release.name)) END;
+        END IF;
+        IF release.owner IS NULL OR release.owner = '' OR octet_length(release.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN release.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN release.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(release.owner)) END;
+        END IF;
+        IF release.epoch IS NULL OR release.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+    END IF;
+    LOOP
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
+        BEGIN
+            -- The epoch advances now, so that the old token is stale at once.
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
+             WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+               AND l.expires_at > clock_timestamp();
+            IF FOUND THEN
+                PERFORM @extschema@.durable();
+                RETURN 'ok';
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = 'LS001';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- no lock is kept
+        END;
+        -- Not released: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = release.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
+                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    RETURN v_status;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION @extschema@.purge(grace interval DEFAULT interval '0')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_cutoff  timestamptz;
+    v_deleted bigint;
+    v_max     bigint;
+BEGIN
+    IF purge.grace IS NULL OR NOT isfinite(purge.grace) THEN
+        RAISE EXCEPTION 'grace must be a finite interval'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', coalesce(purge.grace::text, 'NULL'));
+    END IF;
+    IF date_part('month', purge.grace) <> 0 OR date_part('year', purge.grace) <> 0 THEN
+        RAISE EXCEPTION 'grace must not have a month or year part'
+            USING ERRCODE = '22023',
+                  DETAIL = format('grace is %s: a month has no fixed length in seconds.', purge.grace),
+                  HINT = 'Give the grace in days, hours, minutes or seconds.';
+    END IF;
+    IF purge.grace < interval '0' THEN
+        RAISE EXCEPTION 'grace must not be negative'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', purge.grace);
+    END IF;
+    -- now - grace as elapsed time, like now + ttl
+    v_cutoff := ((clock_timestamp() AT TIME ZONE 'UTC') - purge.grace) AT TIME ZONE 'UTC';
+    -- Rows another transaction has locked (a writer, a guard) are skipped,
+    -- never waited for; the rows taken are re-checked on their newest
+    -- version.
+    WITH doomed AS (
+        SELECT l.name
+          FROM @extschema@.leases AS l
+         WHERE l.owner IS NULL OR l.expires_at <= v_cutoff
+           FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM @extschema@.leases AS l
+         USING doomed AS d
+         WHERE l.name = d.name
+        RETURNING l.epoch
+    )
+    SELECT count(*), max(deleted.epoch) INTO v_deleted, v_max FROM deleted;
+    IF v_max IS NOT NULL THEN
+        INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
+        ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
+        PERFORM @extschema@.durable();
+    END IF;
+    RETURN v_deleted;
+END
+$function$;
