@@ -71,6 +71,14 @@ var Packages = Packaging{
 	DebOS:       "Debian",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
+		Date: "2026-12-01", Version: "0.4.0", Release: 1,
+		Lines: []string{
+			"Update to 0.4.0 before pg_upgrade or a restore: 0.3.0 fails there",
+			"Eras survive pg_upgrade, restores in place, crash restarts, rows without eras",
+			"The era check costs no extra statement; entering an era is always durable",
+			"lease.synchronous_commit lowered only by database or role (lease.set_floor)",
+		},
+	}, {
 		Date: "2026-12-01", Version: "0.3.0", Release: 1,
 		Lines: []string{
 			"Eras: after a restart, a promotion or a restore, epochs are above all before",
