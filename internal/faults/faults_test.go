@@ -18,7 +18,7 @@ var (
 	duration = flag.Duration("faults.duration", 4*time.Second, "each run's length; the fault comes at half of it")
 )
 
-// TestScenarios runs every scenario with the shipped 0.3.0, which must
+// TestScenarios runs every scenario with the shipped 0.4.0, which must
 // give no epoch twice, and with each variant that lacks what the scenario
 // tests, which must (so the scenario can fail). Each run has traffic on
 // both sides of its fault, or fails.
@@ -69,8 +69,8 @@ func TestScenarios(t *testing.T) {
 // Line is a result as one line of a report.
 func (r Result) Line() string {
 	c := r.Counts
-	s := fmt.Sprintf("%-18s %-24s %5d calls before, %5d after (%d grants after, %d failed calls after, %d unknown, %d warned): %d double grants",
-		r.Scenario, r.Variant, c.Before, c.After, c.GrantsAfter, c.FailedAfter, c.Unknown, c.Warned, len(r.Doubles))
+	s := fmt.Sprintf("%-18s %-24s %5d calls before, %5d after (%d grants given after, %v by the servers that took over, %d failed calls after, %d unknown of which %d given, %d warned): %d double grants",
+		r.Scenario, r.Variant, c.Before, c.After, c.GrantsAfter, r.Takers, c.FailedAfter, c.Unknown, c.Settled, c.Warned, len(r.Doubles))
 	if r.Counted {
 		s += fmt.Sprintf(", %d acknowledged grants lost", r.Lost)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	pglease "github.com/pglease/pglease-gen"
@@ -14,29 +15,41 @@ import (
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
-// A Variant is the extension a run installs: 0.3.0 as shipped, or with
-// one of its parts taken away, to show that the scenario that needs that
-// part finds double grants without it.
+// A Variant is the extension a run installs: the newest as shipped, an
+// older release, or the newest with one of its parts taken away, to show
+// that the scenario that needs that part finds double grants without it.
 type Variant struct {
 	Name string
 	// Create is the CREATE EXTENSION statement.
 	Create string
 	// Settings are run on each client connection (after the scenario's).
 	Settings []string
+	// Database are settings of the database (ALTER DATABASE ... SET),
+	// which is where 0.4.0 takes a lowered floor from.
+	Database []string
 	// Extension is the name of a copy installed with Edits applied to
 	// the newest install script ("" for pg_lease itself).
 	Extension string
 	Edits     []string
 }
 
-// Variants: the shipped 0.3.0, 0.2.0, and 0.3.0 without its durability
-// floor (its own setting, session) or without eras (every grant in band 0).
+// Variants: the shipped 0.4.0; 0.2.0; 0.3.0 with its floor lowered by the
+// session (0.3.0 allowed that: the crash restart and the restore in place
+// it missed); 0.4.0 without its durability floor (lowered for the database,
+// as 0.4.0 allows), which may lose acknowledged grants but must still give
+// none twice; and 0.4.0 without eras (every grant in one band that never
+// changes).
 var (
-	Shipped = Variant{Name: "0.3.0", Create: "CREATE EXTENSION pg_lease"}
-	V020    = Variant{Name: "0.2.0", Create: "CREATE EXTENSION pg_lease VERSION '0.2.0'"}
-	NoFloor = Variant{Name: "0.3.0 without the floor", Create: "CREATE EXTENSION pg_lease", Settings: []string{"SET lease.synchronous_commit = session"}}
-	NoEras  = Variant{Name: "0.3.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
-		Edits: []string{"v_band := @extschema@.era_band();", "v_band := 0;"}}
+	Shipped   = Variant{Name: "0.4.0", Create: "CREATE EXTENSION pg_lease"}
+	V020      = Variant{Name: "0.2.0", Create: "CREATE EXTENSION pg_lease VERSION '0.2.0'"}
+	V030      = Variant{Name: "0.3.0", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'"}
+	V030Floor = Variant{Name: "0.3.0 at session", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'",
+		Settings: []string{"SET lease.synchronous_commit = session"}}
+	NoFloor = Variant{Name: "0.4.0 without the floor", Create: "CREATE EXTENSION pg_lease",
+		Database: []string{"lease.synchronous_commit = session"}}
+	NoEras = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
+		Edits: []string{"FROM @extschema@.era_now AS c",
+			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c"}}
 )
 
 // A Scenario is one fault in the middle of a run.
@@ -72,11 +85,28 @@ type env struct {
 	counted bool // lostN was counted
 	variant Variant
 	say     func(string, ...any)
+	takers  []taker // the servers that took clients over at the fault
+}
+
+// A taker is a server (a DSN, and the move of a group to it) that took
+// clients over: it must give them grants, counted on it alone.
+type taker struct {
+	dsn string
+	gen int64
 }
 
 func (e *env) moveAll(s *pgserver.Server) {
 	for _, g := range e.groups {
-		g.set(s.DSN(db))
+		e.move(g, s.DSN(db))
+	}
+}
+
+// move sends group g to dsn; after the fault began, the server there is
+// one that took clients over.
+func (e *env) move(g *target, dsn string) {
+	gen := g.set(dsn)
+	if e.w != nil && e.w.fault.Load() {
+		e.takers = append(e.takers, taker{dsn, gen})
 	}
 }
 
@@ -86,6 +116,11 @@ const db = "faults"
 // server that goes on (next), counts the acknowledged grants it lacks and
 // moves every client to it.
 func (e *env) killThen(ctx context.Context, next func() (*pgserver.Server, error)) error {
+	return e.crashThen(ctx, e.primary.Kill, next)
+}
+
+// crashThen is killThen with another way to crash (kill).
+func (e *env) crashThen(ctx context.Context, kill func() error, next func() (*pgserver.Server, error)) error {
 	// the sessions' commits at synchronous_commit = off of the last
 	// 300 ms stay unflushed, and unsent (a walsender sends flushed WAL
 	// only): without the floor, these are the acknowledged grants lost
@@ -93,7 +128,7 @@ func (e *env) killThen(ctx context.Context, next func() (*pgserver.Server, error
 		return err
 	}
 	time.Sleep(300 * time.Millisecond)
-	if err := e.primary.Kill(); err != nil {
+	if err := kill(); err != nil {
 		return err
 	}
 	e.hold()
@@ -116,6 +151,62 @@ func (e *env) hold() {
 	for _, g := range e.groups {
 		g.set("host=/nonexistent-pglease-hold")
 	}
+}
+
+// killBackend kills one client backend of the primary with SIGKILL (what
+// the OOM killer does): the postmaster stays up, ends every other backend
+// and runs crash recovery; killBackend waits until it answers again.
+func (e *env) killBackend(ctx context.Context) error {
+	var pid int
+	if err := queryRow(ctx, e.primary.DSN("postgres"),
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = '"+db+"' AND pid <> pg_backend_pid() ORDER BY pid LIMIT 1", &pid); err != nil {
+		return fmt.Errorf("a backend to kill: %w", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	// the postmaster notices, ends the others and recovers
+	time.Sleep(200 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var one int
+		if queryRow(ctx, e.primary.DSN("postgres"), "SELECT 1", &one) == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("the server did not come back after its backend %d was killed", pid)
+}
+
+// restoreInPlace dumps the database while clients run, lets the source
+// grant on for a second (grants the dump lacks), then drops the database
+// and restores the dump under the same name: the most common restore.
+func (e *env) restoreInPlace(ctx context.Context) error {
+	file := filepath.Join(e.primary.Dir, "dump") // pg_dump runs as the server's user
+	if err := e.primary.Dump(ctx, db, file); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	e.hold()
+	if err := pgserver.Exec(ctx, e.primary.DSN("postgres"), "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+		return err
+	}
+	if err := e.primary.Restore(ctx, db, file); err != nil {
+		return err
+	}
+	if err := e.databaseSettings(ctx, db); err != nil {
+		return err
+	}
+	e.moveAll(e.primary)
+	return nil
+}
+
+// databaseSettings applies the variant's database settings to database d.
+func (e *env) databaseSettings(ctx context.Context, d string) error {
+	for _, set := range e.variant.Database {
+		if err := pgserver.Exec(ctx, e.primary.DSN("postgres"), "ALTER DATABASE "+d+" SET "+set); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lost counts the grants acknowledged before the kill (the first acked
@@ -165,6 +256,28 @@ var Scenarios = []Scenario{
 		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
 	},
 	{
+		Name: "backend-kill", What: "kill -9 of one backend (the postmaster lives and runs crash recovery), sessions at synchronous_commit = off",
+		Sessions: []string{"SET synchronous_commit = off"},
+		Fault: func(ctx context.Context, e *env) error {
+			return e.crashThen(ctx, func() error { return e.killBackend(ctx) },
+				func() (*pgserver.Server, error) { return e.primary, nil })
+		},
+		Needs: []Variant{V020, V030Floor}, Loses: []Variant{V020, V030Floor, NoFloor},
+	},
+	{
+		Name: "two-crashes", What: "kill -9 of the server twice, the first grants of the era between at synchronous_commit = off",
+		Sessions: []string{"SET synchronous_commit = off"},
+		Fault: func(ctx context.Context, e *env) error {
+			restart := func() (*pgserver.Server, error) { return e.primary, e.primary.Restart(ctx) }
+			if err := e.killThen(ctx, restart); err != nil {
+				return err
+			}
+			time.Sleep(600 * time.Millisecond)
+			return e.killThen(ctx, restart)
+		},
+		Needs: []Variant{V020},
+	},
+	{
 		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby, sessions at synchronous_commit = off",
 		Sessions: []string{"SET synchronous_commit = off"},
 		Primary:  []string{"synchronous_standby_names = 's1'"}, Standby: true,
@@ -211,7 +324,7 @@ var Scenarios = []Scenario{
 			if err := e.standby.Promote(ctx); err != nil {
 				return err
 			}
-			e.groups[1].set(e.standby.DSN(db))
+			e.move(e.groups[1], e.standby.DSN(db))
 			return nil
 		},
 		Needs: []Variant{V020, NoEras},
@@ -231,10 +344,35 @@ var Scenarios = []Scenario{
 			if err := n.Restore(ctx, db, file); err != nil {
 				return err
 			}
-			e.groups[1].set(n.DSN(db))
+			e.move(e.groups[1], n.DSN(db))
 			return nil
 		},
 		Needs: []Variant{V020, NoEras},
+	},
+	{
+		Name: "restore-in-place", What: "a dump taken while clients run, the source granting on for a second, DROP DATABASE, the dump restored under the same name",
+		Fault: func(ctx context.Context, e *env) error {
+			return e.restoreInPlace(ctx)
+		},
+		Needs: []Variant{V020, V030, NoEras},
+	},
+	{
+		Name: "restore-beside", What: "a dump restored into a second database of the same cluster, the source still granting",
+		Fault: func(ctx context.Context, e *env) error {
+			file := filepath.Join(e.primary.Dir, "dump")
+			if err := e.primary.Dump(ctx, db, file); err != nil {
+				return err
+			}
+			if err := e.primary.Restore(ctx, db+"_copy", file); err != nil {
+				return err
+			}
+			if err := e.databaseSettings(ctx, db+"_copy"); err != nil {
+				return err
+			}
+			e.move(e.groups[1], e.primary.DSN(db+"_copy"))
+			return nil
+		},
+		Needs: []Variant{V020, V030, NoEras},
 	},
 	{
 		Name: "backup-archive", What: "a base backup restored with archive recovery (a new timeline) after the primary is lost",
@@ -358,6 +496,8 @@ type Result struct {
 	// going on lacked (counted where the scenario counts them: Counted)
 	Lost    int
 	Counted bool
+	// Takers are the grants given by each server that took clients over.
+	Takers []int
 	Err     error
 }
 
@@ -431,6 +571,10 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		r.Err = err
 		return r
 	}
+	if err := e.databaseSettings(ctx, db); err != nil {
+		r.Err = err
+		return r
+	}
 	var version string
 	if err := queryRow(ctx, primary.DSN(db), "SELECT current_setting('server_version')", &version); err == nil {
 		r.Server = version
@@ -479,13 +623,43 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r.Counts, r.Doubles, r.Lost, r.Counted = w.counts, doubleGrants(w.grants), e.lostN, e.counted
+	r.Takers = takerGrants(e.takers, w.grants)
 	switch {
 	case ferr != nil:
 		r.Err = fmt.Errorf("the fault: %w", ferr)
 	case r.Counts.Before == 0 || r.Counts.After == 0 || r.Counts.GrantsAfter == 0:
 		r.Err = fmt.Errorf("%w across the fault: %d calls before it, %d after (%d grants after)", errNoTraffic, r.Counts.Before, r.Counts.After, r.Counts.GrantsAfter)
+	case len(e.takers) == 0:
+		r.Err = fmt.Errorf("%w: no server took clients over", errNoTraffic)
+	default:
+		for i, n := range r.Takers {
+			if n < minTakerGrants {
+				r.Err = fmt.Errorf("%w on the server that took clients over (%s, move %d): %d grants given there, want %d",
+					errNoTraffic, e.takers[i].dsn, e.takers[i].gen, n, minTakerGrants)
+				break
+			}
+		}
 	}
 	return r
+}
+
+// minTakerGrants is how many grants each server that took clients over
+// must give them for a run to count: a successor that answers only errors
+// proves nothing.
+const minTakerGrants = 3
+
+// takerGrants counts, for each taker, the grants given on connections made
+// to it after its move.
+func takerGrants(ts []taker, gs []Grant) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		for _, g := range gs {
+			if g.Given && g.Server == t.dsn && g.Gen == t.gen {
+				out[i]++
+			}
+		}
+	}
+	return out
 }
 
 func queryRow(ctx context.Context, dsn, sql string, dst ...any) error {

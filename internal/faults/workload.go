@@ -1,16 +1,21 @@
-// Package faults is the proof that pg_lease 0.3.0 never gives one epoch of
-// a name to two holders across a crash, a failover, a split brain and a
-// restore: real PostgreSQL servers on unix sockets, a workload of clients
-// acquiring, renewing and releasing a few names, one fault in the middle
-// of each run, and a check over every grant the clients saw. A grant whose
-// COMMIT failed (a lost connection) or returned with PostgreSQL's warning
-// that its wait for synchronous replication was cancelled counts as given:
-// the client cannot tell, and the contract counts it.
+// Package faults is the proof that pg_lease never gives one epoch of a
+// name to two holders across a crash (of the server, or of one backend
+// while the postmaster lives), a failover, a split brain and a restore
+// (into another cluster, in place, or beside its source): real PostgreSQL
+// servers on unix sockets, a workload of clients acquiring, renewing and
+// releasing a few names, one fault in the middle of each run, and a check
+// over every grant given to a client. Given is the 0.4.0 contract's word:
+// the client was told it holds the lease (its COMMIT returned, with or
+// without PostgreSQL's warning that the wait for synchronous replication
+// was cancelled), or, when the COMMIT's outcome is unknown (the connection
+// was lost during it), lease.inspect on its next connection shows it as
+// the holder at that epoch. A COMMIT that the server refused gave nothing.
 //
 // Each scenario also runs the variants that lack what it tests (0.2.0,
-// 0.3.0 without the durability floor, 0.3.0 without eras), which must give
-// an epoch twice or lose an acknowledged grant: the check is shown able to
-// fail.
+// 0.3.0, 0.4.0 without the durability floor or without eras), which must
+// give an epoch twice or lose an acknowledged grant: the check is shown
+// able to fail. A run counts, on each server that took clients over, the
+// grants it gave them: one whose successor only answered errors fails.
 package faults
 
 import (
@@ -34,8 +39,11 @@ type Grant struct {
 	Epoch       int64
 	Sure        bool // COMMIT returned without an error
 	Warned      bool // COMMIT returned with the cancelled-wait warning
+	Unknown     bool // the connection was lost during COMMIT
+	Given       bool // Sure, or Unknown and then shown by lease.inspect
 	After       bool // after the fault began
 	Server      string
+	Gen         int64 // the target's move the connection was made after
 }
 
 // Counts are the calls of a run.
@@ -43,15 +51,32 @@ type Counts struct {
 	Before, After   int // calls that returned, before and after the fault
 	FailedAfter     int // calls that failed after the fault
 	GrantsAfter     int // grants after the fault
-	Unknown, Warned int // grants whose COMMIT failed, or warned
+	Unknown, Warned int // grants whose COMMIT's outcome was unknown, or warned
+	Settled         int // unknown ones that lease.inspect showed given
 }
 
 // target is where a group of clients sends its calls now: a DSN that the
-// scenario changes when it moves them.
-type target struct{ dsn atomic.Pointer[string] }
+// scenario changes when it moves them, and how many moves there were
+// (a restarted server keeps its DSN: its clients connect anew).
+type target struct {
+	mu  sync.Mutex
+	dsn string
+	gen int64
+}
 
-func (t *target) set(dsn string) { t.dsn.Store(&dsn) }
-func (t *target) get() string    { return *t.dsn.Load() }
+func (t *target) set(dsn string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dsn = dsn
+	t.gen++
+	return t.gen
+}
+
+func (t *target) get() (string, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dsn, t.gen
+}
 
 // workload runs clients against targets until stop.
 type workload struct {
@@ -89,7 +114,9 @@ type client struct {
 	rng    *rand.Rand
 	conn   *pgx.Conn
 	dsn    string
-	n      int // owners made
+	gen    int64
+	n      int   // owners made
+	unsure []int // grants (indexes) whose COMMIT's outcome is unknown
 	held   map[string]held
 	warned atomic.Bool // the last COMMIT's notice was the cancelled wait
 }
@@ -101,7 +128,7 @@ func (c *client) loop(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		if c.conn == nil || c.dsn != c.t.get() {
+		if dsn, gen := c.t.get(); c.conn == nil || c.dsn != dsn || c.gen != gen {
 			if c.conn != nil {
 				c.conn.Close(context.Background())
 				c.conn = nil
@@ -136,7 +163,7 @@ func (c *client) loop(ctx context.Context) {
 }
 
 func (c *client) connect(ctx context.Context) error {
-	dsn := c.t.get()
+	dsn, gen := c.t.get()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return err
@@ -159,7 +186,33 @@ func (c *client) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	c.conn, c.dsn = conn, dsn
+	c.conn, c.dsn, c.gen = conn, dsn, gen
+	return c.settle(cctx)
+}
+
+// settle asks lease.inspect, on a new connection, about each grant whose
+// COMMIT's outcome was unknown: given when it shows that holder (owners
+// are unique) at that epoch, never given otherwise.
+func (c *client) settle(ctx context.Context) error {
+	for len(c.unsure) > 0 {
+		c.w.mu.Lock()
+		g := c.w.grants[c.unsure[0]]
+		c.w.mu.Unlock()
+		var owner *string
+		var epoch *int64
+		if err := c.conn.QueryRow(ctx, "SELECT owner, epoch FROM lease.inspect($1)", g.Name).Scan(&owner, &epoch); err != nil {
+			c.conn.Close(context.Background())
+			c.conn = nil
+			return err
+		}
+		if owner != nil && *owner == g.Owner && epoch != nil && *epoch == g.Epoch {
+			c.w.mu.Lock()
+			c.w.grants[c.unsure[0]].Given = true
+			c.w.counts.Settled++
+			c.w.mu.Unlock()
+		}
+		c.unsure = c.unsure[1:]
+	}
 	return nil
 }
 
@@ -191,7 +244,13 @@ func (c *client) step(ctx context.Context) error {
 			return rollback(nil)
 		}
 		err := c.commit(cctx, tx)
-		c.record(Grant{Name: name, Owner: owner, Epoch: *epoch, Sure: err == nil, Warned: c.warned.Load(), Server: c.dsn})
+		var refused *pgconn.PgError
+		unknown := err != nil && !(errors.As(err, &refused) && !strings.HasPrefix(refused.Code, "08") && !strings.HasPrefix(refused.Code, "57P"))
+		i := c.record(Grant{Name: name, Owner: owner, Epoch: *epoch, Sure: err == nil, Warned: c.warned.Load(), Unknown: unknown,
+			Given: err == nil, Server: c.dsn, Gen: c.gen})
+		if unknown {
+			c.unsure = append(c.unsure, i)
+		}
 		if err == nil {
 			c.held[name] = held{owner, *epoch}
 		}
@@ -221,20 +280,21 @@ func (c *client) commit(ctx context.Context, tx pgx.Tx) error {
 	return tx.Commit(ctx)
 }
 
-func (c *client) record(g Grant) {
+func (c *client) record(g Grant) int {
 	c.w.mu.Lock()
 	defer c.w.mu.Unlock()
 	g.After = c.w.fault.Load()
-	if g.After {
+	if g.After && g.Given {
 		c.w.counts.GrantsAfter++
 	}
-	if !g.Sure {
+	if g.Unknown {
 		c.w.counts.Unknown++
 	}
 	if g.Warned {
 		c.w.counts.Warned++
 	}
 	c.w.grants = append(c.w.grants, g)
+	return len(c.w.grants) - 1
 }
 
 // DoubleGrant is one epoch of a name given to two holders.
@@ -246,8 +306,8 @@ func (d DoubleGrant) String() string {
 		switch {
 		case g.Warned:
 			how = "given with the cancelled-wait warning"
-		case !g.Sure:
-			how = "possibly given (COMMIT failed)"
+		case g.Unknown:
+			how = "given (COMMIT's outcome unknown, then shown by inspect)"
 		}
 		when := "before"
 		if g.After {
@@ -263,6 +323,9 @@ func doubleGrants(gs []Grant) []DoubleGrant {
 	first := map[string]Grant{}
 	var out []DoubleGrant
 	for _, g := range gs {
+		if !g.Given {
+			continue
+		}
 		k := fmt.Sprintf("%s/%d", g.Name, g.Epoch)
 		if f, ok := first[k]; !ok {
 			first[k] = g

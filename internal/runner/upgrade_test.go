@@ -44,7 +44,7 @@ func TestUpdateCheckCatchesMistakes(t *testing.T) {
 		want []string // in the difference, in order
 	}{
 		{"unchanged", func(s string) (string, error) { return s, nil }, nil},
-		// (objects of the newest update, 0.2.0 to 0.3.0)
+		// (objects of the newest update, 0.3.0 to 0.4.0)
 		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC"),
 			[]string{"relation lease.eras differs", "- fresh:   acl {"}},
 		{"extra_grant", func(s string) (string, error) {

@@ -21,10 +21,13 @@ var attack = []string{
 	"ALTER SCHEMA lease RENAME TO lease_moved",
 	"CREATE SCHEMA lease",
 	"CREATE TABLE public.attack_log (who text, superuser boolean)",
-	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz, band bigint NOT NULL DEFAULT 0)`,
+	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz)`,
 	`CREATE TABLE lease.purge_mark (id boolean PRIMARY KEY, epoch bigint)`,
-	// 0.3.0's helpers, which the functions also find by the schema's name
-	`CREATE FUNCTION lease.era_band() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
+	// 0.4.0's era table and helpers, which the functions also find by the
+	// schema's name
+	`CREATE TABLE lease.era_now (band bigint, boot timestamptz, first_epoch bigint, last_epoch bigint)`,
+	`INSERT INTO lease.era_now SELECT 0, pg_postmaster_start_time(), 1, 4294967296`,
+	`CREATE FUNCTION lease.enter_era(numeric, boolean DEFAULT false) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION lease.durable() RETURNS void LANGUAGE sql AS ''`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN

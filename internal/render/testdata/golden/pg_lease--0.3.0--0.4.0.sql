@@ -8,53 +8,53 @@
 ALTER TABLE @extschema@.leases DROP CONSTRAINT leases_band_check;
 ALTER TABLE @extschema@.leases DROP COLUMN band;
 
--- 0.3.0's era helpers go; the eras table is made anew, and its rows are
--- kept as rows recorded before 0.4.0 (home 0: numbered otherwise, never
--- this database's own, so the next era lies above all of them).
+-- 0.3.0's era helpers go (acquire calls none of them now).
 DROP FUNCTION @extschema@.era_band();
 DROP FUNCTION @extschema@.new_era();
 DROP FUNCTION @extschema@.current_era();
 DROP FUNCTION @extschema@.durable();
-ALTER TABLE @extschema@.eras RENAME TO eras_0_3_0;
-ALTER TABLE @extschema@.eras_0_3_0 RENAME CONSTRAINT eras_pkey TO eras_0_3_0_pkey;
 
-
--- The eras of this database (docs/eras.md): one row per era it entered.
--- An era owns the epochs of its band; a grant is made in the era named by
--- era_now (below), and a grant that finds none valid enters the next era
--- first, above the highest band recorded and every epoch in the table.
--- The row says where it was entered: the cluster (system identifier), the
--- database, and this table itself (home: its OID), so that a row that
--- came with a restore or a copy is told from one entered here. pg_dump
--- carries the rows, so a restored copy sees the eras of its source.
-CREATE TABLE @extschema@.eras (
-    band              bigint      NOT NULL,
-    generation        integer     NOT NULL,
-    base_timeline     bigint      NOT NULL,
-    timeline          bigint      NOT NULL,
-    new_eras          integer     NOT NULL,
-    installed         boolean     NOT NULL,
-    system_identifier bigint      NOT NULL,
-    database_oid      oid         NOT NULL,
-    home              oid         NOT NULL,
-    -- for operators only: no rule reads a clock
-    began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
+-- The eras table gains where each era was entered. 0.3.0's rows stay, as
+-- rows recorded before 0.4.0 (home 0: numbered otherwise, never this
+-- database's own, so the next era lies above all of them) ...
+ALTER TABLE @extschema@.eras DROP CONSTRAINT eras_pkey,
+                             DROP CONSTRAINT eras_numbers_check,
+                             DROP CONSTRAINT eras_band_check,
+                             ADD COLUMN base_timeline bigint,
+                             ADD COLUMN database_oid oid NOT NULL DEFAULT 0,
+                             ADD COLUMN home oid NOT NULL DEFAULT 0;
+UPDATE @extschema@.eras SET base_timeline = timeline;
+-- ... but for a database that never left band 0, installed in this run of
+-- this server (one row, recorded here and now: no restart, promotion or
+-- restore since) with every epoch in band 0: its era goes on, entered now.
+UPDATE @extschema@.eras AS r
+   SET installed = false,
+       database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
+       home = '@extschema@.eras'::pg_catalog.regclass
+ WHERE r.band = 0
+   AND (SELECT count(*) FROM @extschema@.eras) = 1
+   AND r.system_identifier = (pg_catalog.pg_control_system()).system_identifier
+   AND r.timeline = CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END
+   AND r.boot = pg_catalog.pg_postmaster_start_time()
+   AND NOT EXISTS (SELECT FROM @extschema@.leases AS l WHERE l.epoch >= 4294967296)
+   AND NOT EXISTS (SELECT FROM @extschema@.purge_mark AS m WHERE m.epoch >= 4294967296);
+ALTER TABLE @extschema@.eras DROP COLUMN boot,
+                             ALTER COLUMN base_timeline SET NOT NULL,
+                             ALTER COLUMN database_oid DROP DEFAULT,
+                             ALTER COLUMN home DROP DEFAULT,
+    ADD CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
     -- (home 0: a row recorded before 0.4.0, whose band was numbered
     -- otherwise; it is never this database's own)
-    CONSTRAINT eras_band_check CHECK (home = 0 OR (
+    ADD CONSTRAINT eras_band_check CHECK (home = 0 OR (
         generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
         AND new_eras BETWEEN 0 AND 8191
         AND band = ((generation)::bigint * 2097152 + (timeline - base_timeline)::bigint * 8192 + (new_eras)::bigint)
-        AND (NOT installed OR band = 0)))
-);
+        AND (NOT installed OR band = 0)));
 
 COMMENT ON TABLE @extschema@.eras IS
     'the eras of this database: each owns the epochs of its band (see lease.current_era(); written only by the pg_lease functions)';
 
-REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC;
-
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
 
 -- The era grants are made in, while the server runs: one row, written when
 -- an era is entered. Unlogged, so that every crash recovery empties it (a
@@ -73,16 +73,6 @@ COMMENT ON TABLE @extschema@.era_now IS
     'internal: the era this run of the server grants in (emptied by every crash recovery)';
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
-
--- The era the script runs in, not yet entered: a fresh database enters
--- band 0 at its first grant (a name never acquired starts at 1).
-INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
-                              system_identifier, database_oid, home)
-SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_identifier,
-       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
-       '@extschema@.eras'::pg_catalog.regclass
-  FROM (SELECT coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
-         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1) AS tli) AS t;
 
 -- The floor under the durability of a transaction that changed a lease.
 CREATE FUNCTION @extschema@.durable()
@@ -309,31 +299,22 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 BEGIN
-    IF set_floor.setting IS NULL OR set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
-        RAISE EXCEPTION 'setting must be on, remote_apply or session'
+    IF set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
+        RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
             USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
     END IF;
-    IF set_floor.role IS NULL THEN
-        EXECUTE format('ALTER DATABASE %I SET lease.synchronous_commit = %L', current_database(), set_floor.setting);
-    ELSE
-        EXECUTE format('ALTER ROLE %s IN DATABASE %I SET lease.synchronous_commit = %L',
-                       set_floor.role, current_database(), set_floor.setting);
-    END IF;
+    EXECUTE format('ALTER %s SET lease.synchronous_commit %s',
+                   CASE WHEN set_floor.role IS NULL THEN format('DATABASE %I', current_database())
+                        ELSE format('ROLE %s IN DATABASE %I', set_floor.role, current_database()) END,
+                   CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
-    'set_floor(setting, role => NULL): set lease.synchronous_commit (on, remote_apply or session) for this database, or for role in it, as the setting new sessions start with; only the installer (and superusers) may call it';
+    'set_floor(setting, role => NULL): set lease.synchronous_commit (on, remote_apply or session; NULL removes the setting) for this database, or for role in it, as the setting new sessions start with; only the installer (and superusers) may call it';
 
 REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
-
-INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
-                              system_identifier, database_oid, home, began_at)
-SELECT o.band, o.generation, o.timeline, o.timeline, o.new_eras, o.installed, o.system_identifier, 0, 0, o.began_at
-  FROM @extschema@.eras_0_3_0 AS o;
-ALTER EXTENSION pg_lease DROP TABLE @extschema@.eras_0_3_0;
-DROP TABLE @extschema@.eras_0_3_0;
 
 CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
@@ -531,8 +512,7 @@ BEGIN
             -- run of the server entered none, or when the epoch does not
             -- fit the era's band: the name used up its band, or its row
             -- came without the era it was granted in).
-            PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch
-                                               WHEN v_epoch < 9223372036854775807 THEN v_epoch + 1 END);
+            PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
             CONTINUE;
         END IF;
 
@@ -804,8 +784,14 @@ BEGIN
 END
 $function$;
 
--- A new era begins now, in the next generation above every band 0.3.0
--- recorded and every epoch the table holds: whatever 0.3.0 missed (a
--- crash restart, a restore into the same cluster, pg_upgrade) is left
--- below it. Leases held now renew and release with their epochs.
+-- The era goes on in band 0 (above), or a new one begins now, in the next
+-- generation above every band 0.3.0 recorded and every epoch the table
+-- holds: whatever 0.3.0 missed (a crash restart, a restore into the same
+-- cluster, pg_upgrade) is left below it. Leases held now renew and release
+-- with their epochs. Entered durably either way.
+INSERT INTO @extschema@.era_now (band, boot, first_epoch, last_epoch)
+SELECT 0, pg_catalog.pg_postmaster_start_time(), 1, 4294967296
+  FROM @extschema@.eras AS r WHERE r.home <> 0;
+SELECT pg_catalog.set_config('synchronous_commit', 'on', true)
+ WHERE pg_catalog.current_setting('synchronous_commit') IN ('off', 'local', 'remote_write');
 SELECT @extschema@.enter_era(NULL);

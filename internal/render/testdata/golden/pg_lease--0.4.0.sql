@@ -238,8 +238,7 @@ BEGIN
             -- run of the server entered none, or when the epoch does not
             -- fit the era's band: the name used up its band, or its row
             -- came without the era it was granted in).
-            PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch
-                                               WHEN v_epoch < 9223372036854775807 THEN v_epoch + 1 END);
+            PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
             CONTINUE;
         END IF;
 
@@ -671,15 +670,15 @@ COMMENT ON FUNCTION @extschema@.list(boolean) IS
 CREATE TABLE @extschema@.eras (
     band              bigint      NOT NULL,
     generation        integer     NOT NULL,
-    base_timeline     bigint      NOT NULL,
     timeline          bigint      NOT NULL,
     new_eras          integer     NOT NULL,
     installed         boolean     NOT NULL,
     system_identifier bigint      NOT NULL,
-    database_oid      oid         NOT NULL,
-    home              oid         NOT NULL,
     -- for operators only: no rule reads a clock
     began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    base_timeline     bigint      NOT NULL,
+    database_oid      oid         NOT NULL,
+    home              oid         NOT NULL,
     CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
     -- (home 0: a row recorded before 0.4.0, whose band was numbered
     -- otherwise; it is never this database's own)
@@ -696,6 +695,16 @@ COMMENT ON TABLE @extschema@.eras IS
 REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
+
+-- The era this script runs in, not yet entered: a fresh database enters
+-- band 0 at its first grant (a name never acquired starts at 1).
+INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
+                              system_identifier, database_oid, home)
+SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_identifier,
+       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
+       '@extschema@.eras'::pg_catalog.regclass
+  FROM (SELECT coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1) AS tli) AS t;
 
 -- The era grants are made in, while the server runs: one row, written when
 -- an era is entered. Unlogged, so that every crash recovery empties it (a
@@ -714,16 +723,6 @@ COMMENT ON TABLE @extschema@.era_now IS
     'internal: the era this run of the server grants in (emptied by every crash recovery)';
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
-
--- The era the script runs in, not yet entered: a fresh database enters
--- band 0 at its first grant (a name never acquired starts at 1).
-INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
-                              system_identifier, database_oid, home)
-SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_identifier,
-       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
-       '@extschema@.eras'::pg_catalog.regclass
-  FROM (SELECT coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
-         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1) AS tli) AS t;
 
 -- The floor under the durability of a transaction that changed a lease.
 CREATE FUNCTION @extschema@.durable()
@@ -950,21 +949,19 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 BEGIN
-    IF set_floor.setting IS NULL OR set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
-        RAISE EXCEPTION 'setting must be on, remote_apply or session'
+    IF set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
+        RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
             USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
     END IF;
-    IF set_floor.role IS NULL THEN
-        EXECUTE format('ALTER DATABASE %I SET lease.synchronous_commit = %L', current_database(), set_floor.setting);
-    ELSE
-        EXECUTE format('ALTER ROLE %s IN DATABASE %I SET lease.synchronous_commit = %L',
-                       set_floor.role, current_database(), set_floor.setting);
-    END IF;
+    EXECUTE format('ALTER %s SET lease.synchronous_commit %s',
+                   CASE WHEN set_floor.role IS NULL THEN format('DATABASE %I', current_database())
+                        ELSE format('ROLE %s IN DATABASE %I', set_floor.role, current_database()) END,
+                   CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
-    'set_floor(setting, role => NULL): set lease.synchronous_commit (on, remote_apply or session) for this database, or for role in it, as the setting new sessions start with; only the installer (and superusers) may call it';
+    'set_floor(setting, role => NULL): set lease.synchronous_commit (on, remote_apply or session; NULL removes the setting) for this database, or for role in it, as the setting new sessions start with; only the installer (and superusers) may call it';
 
 REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
