@@ -498,7 +498,7 @@ type Result struct {
 	Counted bool
 	// Takers are the grants given by each server that took clients over.
 	Takers []int
-	Err     error
+	Err    error
 }
 
 // Run runs scenario s with variant v on a fresh primary (and standby).
