@@ -275,7 +275,7 @@ var Scenarios = []Scenario{
 			time.Sleep(600 * time.Millisecond)
 			return e.killThen(ctx, restart)
 		},
-		Needs: []Variant{V020},
+		Needs: []Variant{V020}, Loses: []Variant{V020},
 	},
 	{
 		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby, sessions at synchronous_commit = off",
@@ -347,14 +347,17 @@ var Scenarios = []Scenario{
 			e.move(e.groups[1], n.DSN(db))
 			return nil
 		},
-		Needs: []Variant{V020, NoEras},
+		// (a dump of 0.2.0 or 0.3.0 restores as the default version,
+		// 0.4.0, which leaves the restored rows' eras behind: only 0.4.0
+		// without eras can show the doubles here)
+		Needs: []Variant{NoEras},
 	},
 	{
 		Name: "restore-in-place", What: "a dump taken while clients run, the source granting on for a second, DROP DATABASE, the dump restored under the same name",
 		Fault: func(ctx context.Context, e *env) error {
 			return e.restoreInPlace(ctx)
 		},
-		Needs: []Variant{V020, V030, NoEras},
+		Needs: []Variant{NoEras},
 	},
 	{
 		Name: "restore-beside", What: "a dump restored into a second database of the same cluster, the source still granting",
@@ -372,7 +375,7 @@ var Scenarios = []Scenario{
 			e.move(e.groups[1], e.primary.DSN(db+"_copy"))
 			return nil
 		},
-		Needs: []Variant{V020, V030, NoEras},
+		Needs: []Variant{NoEras},
 	},
 	{
 		Name: "backup-archive", What: "a base backup restored with archive recovery (a new timeline) after the primary is lost",

@@ -4,6 +4,9 @@
 
 \echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.4.0'" to load this file. \quit
 
+-- 0.3.0's column, unused since 0.4.0, so that the table is 0.4.0's.
+ALTER TABLE @extschema@.leases ADD COLUMN band bigint;
+
 
 -- The eras of this database (docs/eras.md): one row per era it entered.
 -- An era owns the epochs of its band; a grant is made in the era named by
@@ -20,16 +23,19 @@ CREATE TABLE @extschema@.eras (
     new_eras          integer     NOT NULL,
     installed         boolean     NOT NULL,
     system_identifier bigint      NOT NULL,
+    -- 0.3.0's; unused since 0.4.0, kept so that a dump of 0.3.0 restores
+    -- into 0.4.0 (its rows arrive as rows recorded before 0.4.0, home 0)
+    boot              timestamptz,
     -- for operators only: no rule reads a clock
     began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    base_timeline     bigint      NOT NULL,
-    database_oid      oid         NOT NULL,
-    home              oid         NOT NULL,
+    base_timeline     bigint,
+    database_oid      oid         NOT NULL DEFAULT 0,
+    home              oid         NOT NULL DEFAULT 0,
     CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
     -- (home 0: a row recorded before 0.4.0, whose band was numbered
     -- otherwise; it is never this database's own)
     CONSTRAINT eras_band_check CHECK (home = 0 OR (
-        generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
+        base_timeline IS NOT NULL AND generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
         AND new_eras BETWEEN 0 AND 8191
         AND band = ((generation)::bigint * 2097152 + (timeline - base_timeline)::bigint * 8192 + (new_eras)::bigint)
         AND (NOT installed OR band = 0)))

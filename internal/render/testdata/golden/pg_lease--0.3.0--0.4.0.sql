@@ -4,9 +4,11 @@
 
 \echo Use "ALTER EXTENSION pg_lease UPDATE TO '0.4.0'" to load this file. \quit
 
--- A row's band is its epoch's: (epoch - 1) / 2^32. The column goes.
-ALTER TABLE @extschema@.leases DROP CONSTRAINT leases_band_check;
-ALTER TABLE @extschema@.leases DROP COLUMN band;
+-- A row's band is its epoch's: (epoch - 1) / 2^32. The column stays,
+-- unused, so that a dump of 0.3.0 restores into 0.4.0.
+ALTER TABLE @extschema@.leases DROP CONSTRAINT leases_band_check,
+                               ALTER COLUMN band DROP NOT NULL,
+                               ALTER COLUMN band DROP DEFAULT;
 
 -- 0.3.0's era helpers go (acquire calls none of them now).
 DROP FUNCTION @extschema@.era_band();
@@ -39,15 +41,12 @@ UPDATE @extschema@.eras AS r
    AND r.boot = pg_catalog.pg_postmaster_start_time()
    AND NOT EXISTS (SELECT FROM @extschema@.leases AS l WHERE l.epoch >= 4294967296)
    AND NOT EXISTS (SELECT FROM @extschema@.purge_mark AS m WHERE m.epoch >= 4294967296);
-ALTER TABLE @extschema@.eras DROP COLUMN boot,
-                             ALTER COLUMN base_timeline SET NOT NULL,
-                             ALTER COLUMN database_oid DROP DEFAULT,
-                             ALTER COLUMN home DROP DEFAULT,
+ALTER TABLE @extschema@.eras ALTER COLUMN boot DROP NOT NULL,
     ADD CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
     -- (home 0: a row recorded before 0.4.0, whose band was numbered
     -- otherwise; it is never this database's own)
     ADD CONSTRAINT eras_band_check CHECK (home = 0 OR (
-        generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
+        base_timeline IS NOT NULL AND generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
         AND new_eras BETWEEN 0 AND 8191
         AND band = ((generation)::bigint * 2097152 + (timeline - base_timeline)::bigint * 8192 + (new_eras)::bigint)
         AND (NOT installed OR band = 0)));
