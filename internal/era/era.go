@@ -135,3 +135,32 @@ func Grant(last, lastBand, now int64) (int64, error) {
 	}
 	return next, nil
 }
+
+// 0.4.0 numbers a band by its generation (10 bits), its timeline counted
+// from the generation's first (8 bits) and its count of crash restarts
+// and new_era() calls on that timeline (13 bits): still 31 bits. The SQL
+// writes it as a sum of bigints (in SQL, << and | share one precedence:
+// 0.3.0's bug); TestBandCornersInSQL checks the two agree at every corner.
+const (
+	GenMax    = 1<<10 - 1
+	RelTLIMax = 1<<8 - 1
+	NMax      = 1<<13 - 1
+)
+
+// Band04 is 0.4.0's band of generation gen, relative timeline rel and
+// count n; numbers outside their ranges are an error, never another band.
+func Band04(gen, rel, n int64) (int64, error) {
+	if gen < 0 || gen > GenMax || rel < 0 || rel > RelTLIMax || n < 0 || n > NMax {
+		return 0, fmt.Errorf("era (generation %d, timeline +%d, %d) is outside 0..%d, 0..%d, 0..%d", gen, rel, n, GenMax, RelTLIMax, NMax)
+	}
+	return gen*(RelTLIMax+1)*(NMax+1) + rel*(NMax+1) + n, nil
+}
+
+// Last04 is the last epoch of band b: (b+1)*Width, or bigint's largest
+// for the highest band.
+func Last04(b int64) int64 {
+	if b >= (1<<63-1)/Width {
+		return 1<<63 - 1
+	}
+	return (b + 1) * Width
+}
