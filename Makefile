@@ -142,8 +142,8 @@ promotion-ci: docker images
 	CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/faults.test ./internal/faults
 	@for m in $$($(GO) run ./cmd/pglease-gen version --majors | tr -d '[]' | tr ',' ' '); do \
 	  docker run --rm --init --network none -v $(CURDIR)/$(BUILD)/faults.test:/faults.test:ro -e PG_MAJOR=$$m $(PGLEASE_IMAGE):$$m \
-	    /faults.test -test.v -test.count=1 -test.run TestEraAfterPromotion > $(BUILD)/promotion-$$m.log 2>&1; status=$$?; \
-	  grep -E 'promotion_test|^(--- |ok|FAIL)' $(BUILD)/promotion-$$m.log; \
+	    /faults.test -test.v -test.count=1 -test.run 'TestEraAfterPromotion|TestPgUpgrade' > $(BUILD)/promotion-$$m.log 2>&1; status=$$?; \
+	  grep -E 'promotion_test|pgupgrade_test|^(--- |ok|FAIL)' $(BUILD)/promotion-$$m.log; \
 	  [ $$status -eq 0 ] || { cat $(BUILD)/promotion-$$m.log; exit $$status; }; \
 	done
 FAILOVER_DURATION ?= 20s

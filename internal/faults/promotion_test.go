@@ -135,8 +135,10 @@ func TestEraAfterPromotion(t *testing.T) {
 	if now.timeline != 2 || now.sysid != first.sysid || !now.current || now.band <= first.band {
 		t.Errorf("after the promotion: era %+v, before %+v; want timeline 2 of the same system, a higher band, current", now, first)
 	}
-	if tli := (now.band >> era.NBits) & (1<<era.TLIBits - 1); tli != 2 {
-		t.Errorf("band %d holds timeline %d, want 2", now.band, tli)
+	// the first era of timeline 2 in the primary's generation: one
+	// timeline above the primary's first (0.4.0's numbering)
+	if want, _ := era.Band04(0, 1, 0); now.band != want {
+		t.Errorf("band %d, want %d (generation 0, timeline +1, first era)", now.band, want)
 	}
 	if after <= before || after>>32 != now.band {
 		t.Errorf("the first epoch after the promotion is %d (band %d); the last before it %d; the era's band %d", after, after>>32, before, now.band)

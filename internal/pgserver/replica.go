@@ -327,3 +327,24 @@ func (s *Server) Remove() {
 	s.run(ctx, "pg_ctl", "-D", s.Data(), "-m", "immediate", "-w", "stop")
 	s.remove()
 }
+
+// Shutdown stops the server cleanly (pg_ctl stop -m fast: a shutdown
+// checkpoint) and keeps its files.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if out, err := s.run(ctx, "pg_ctl", "-D", s.Data(), "-m", "fast", "-w", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop -m fast: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// UpgradeFrom runs pg_upgrade from old's cluster into s's (both shut
+// down; s initialised and holding no database of its own), as the
+// servers' user, in s's directory; s is then started.
+func (s *Server) UpgradeFrom(ctx context.Context, old *Server) error {
+	out, err := s.run(ctx, "pg_upgrade", "-b", old.Install.BinDir, "-B", s.Install.BinDir,
+		"-d", old.Data(), "-D", s.Data(), "-U", s.User, "--socketdir", s.Dir, "-p", "50432", "-P", "50433")
+	if err != nil {
+		return fmt.Errorf("pg_upgrade: %w\n%s", err, out)
+	}
+	return s.Restart(ctx)
+}
