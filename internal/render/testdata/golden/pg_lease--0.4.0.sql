@@ -791,6 +791,7 @@ DECLARE
     v_now     record;
     v_top     record;
     v_max     bigint;   -- the highest band the new era must be above
+    v_own     boolean;  -- the highest era is this line's own
     v_gen     bigint;
     v_base    bigint;
     v_n       bigint;
@@ -837,38 +838,47 @@ BEGIN
                       (SELECT (max(l.epoch) - 1) / 4294967296 FROM @extschema@.leases AS l),
                       (SELECT (m.epoch - 1) / 4294967296 FROM @extschema@.purge_mark AS m),
                       floor((p_need - 1) / 4294967296)::bigint - 1);
-    IF NOT p_new_era AND v_top.ours AND v_top.installed AND v_top.timeline = v_tli
-       AND NOT EXISTS (SELECT FROM @extschema@.leases) AND NOT EXISTS (SELECT FROM @extschema@.purge_mark) THEN
+    -- (an installed era with rows: they came from elsewhere, a restore of
+    -- the table alone or a logical replica of it: none of this line's own)
+    v_own := v_top.ours AND (NOT v_top.installed
+                             OR (NOT EXISTS (SELECT FROM @extschema@.leases) AND NOT EXISTS (SELECT FROM @extschema@.purge_mark)));
+    IF NOT p_new_era AND v_own AND v_top.installed AND v_top.timeline = v_tli THEN
         -- A fresh database's first grant: band 0, entered here.
         UPDATE @extschema@.eras AS r SET installed = false WHERE r.band = 0 AND r.installed;
         v_band := 0;
     ELSE
-        IF v_top.ours AND v_top.timeline = v_tli THEN
-            -- The same line after a crash (or new_era()): the next era on
-            -- this timeline; new_era() goes to the next multiple of
-            -- 64, above the eras a source that was copied
-            -- (a base backup restored without archive recovery) may enter
-            -- after the copy was made.
+        IF v_own AND v_top.timeline = v_tli THEN
+            -- The same line after a crash: the next era on this timeline.
             v_gen := v_top.generation;
             v_base := v_top.base_timeline;
-            v_n := CASE WHEN p_new_era THEN (v_top.new_eras / 64 + 1) * 64
-                        ELSE v_top.new_eras + 1 END;
-        ELSIF v_top.ours AND v_tli > v_top.timeline AND v_tli - v_top.base_timeline <= 255 THEN
+            v_n := v_top.new_eras + 1;
+        ELSIF v_own AND v_tli > v_top.timeline AND v_tli - v_top.base_timeline <= 255 THEN
             -- A promotion: the first era of the new timeline, above every
             -- era the old timeline can enter.
             v_gen := v_top.generation;
             v_base := v_top.base_timeline;
             v_n := 0;
         END IF;
+        -- new_era() goes to the next multiple of 64 above the era a
+        -- grant would enter: above the eras a source that was copied (a
+        -- base backup restored without archive recovery) may enter after
+        -- the copy was made, up to 64 of them.
+        IF p_new_era THEN
+            v_n := (v_n / 64 + 1) * 64;
+        END IF;
         IF v_gen IS NULL OR v_n > 8191
            OR ((v_gen)::bigint * 2097152 + (v_tli - v_base)::bigint * 8192 + (v_n)::bigint) <= v_max THEN
             -- Anything else (another cluster, database or table: pg_upgrade,
             -- a restore, a logical replica; a timeline below the recorded
             -- one; a line that used up its numbers; rows from above): the
-            -- next generation above all of it, counted from this timeline.
+            -- next generation above all of it. Its timelines count from 0
+            -- (from 128 below this one past timeline 255), not from
+            -- this server's: a standby that never saw this entry, promoted
+            -- later, enters the same generation on its own timeline, which
+            -- must rank above this one's.
             v_gen := coalesce(v_max, 0) / 2097152 + 1;
-            v_base := v_tli;
-            v_n := 0;
+            v_base := CASE WHEN v_tli <= 255 THEN 0 ELSE v_tli - 128 END;
+            v_n := CASE WHEN p_new_era THEN 64 ELSE 0 END;
         END IF;
         IF v_gen > 1023 THEN
             RAISE EXCEPTION 'pg_lease has no band left for a new era'
