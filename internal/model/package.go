@@ -44,7 +44,7 @@ type Packaging struct {
 
 // Change is one changelog entry.
 type Change struct {
-	Date    string // YYYY-MM-DD
+	Date    string // YYYY-MM-DD, or YYYY-MM-DD HH:MM (UTC) for a second release on one day
 	Version string
 	Release int
 	Lines   []string
@@ -71,12 +71,13 @@ var Packages = Packaging{
 	DebOS:       "Debian",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
-		Date: "2026-12-01", Version: "0.4.0", Release: 1,
+		Date: "2026-12-01 20:00", Version: "0.4.0", Release: 1,
 		Lines: []string{
-			"Update to 0.4.0 before pg_upgrade or a restore: 0.3.0 fails there",
-			"Eras survive pg_upgrade, restores in place, crash restarts, rows without eras",
-			"The era check costs no extra statement; entering an era is always durable",
-			"lease.synchronous_commit lowered only by database or role (lease.set_floor)",
+			"0.3.0 users: update before pg_upgrade or a restore (0.3.0 fails there)",
+			"Eras survive pg_upgrade, restores in place and crash restarts",
+			"Rows restored without their eras move to an era above them",
+			"The era check costs no extra statement; entering an era is durable",
+			"Only a database or role setting lowers the floor (lease.set_floor)",
 		},
 	}, {
 		Date: "2026-12-01", Version: "0.3.0", Release: 1,
@@ -125,13 +126,23 @@ func (c Change) EVR(suffix string) string {
 	return fmt.Sprintf("%s-%d%s", c.Version, c.Release, suffix)
 }
 
-// Time is the changelog date of c, midnight UTC.
+// Time is the changelog date of c, at midnight UTC unless it says when.
 func (c Change) Time() time.Time {
 	t, err := time.Parse(time.DateOnly, c.Date)
+	if err != nil {
+		t, err = time.Parse("2006-01-02 15:04", c.Date)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("changelog date %q: %v", c.Date, err))
 	}
 	return t
+}
+
+// Day is the changelog date of c at noon UTC, whatever time it gives:
+// RPM changelogs have days only, and rpmbuild puts each entry at noon.
+func (c Change) Day() time.Time {
+	t := c.Time()
+	return time.Date(t.Year(), t.Month(), t.Day(), 12, 0, 0, 0, time.UTC)
 }
 
 // Released is the date of the newest changelog entry: the default

@@ -86,9 +86,10 @@ func QuoteLiteral(s string) (string, error) {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'", nil
 }
 
-// ChangelogDate turns 2026-11-29 into an RPM changelog date, Sun Nov 29 2026.
+// ChangelogDate turns 2026-11-29 (or 2026-11-29 20:00) into an RPM
+// changelog date, Sun Nov 29 2026.
 func ChangelogDate(date string) (string, error) {
-	t, err := time.Parse(time.DateOnly, date)
+	t, _, err := changeDate(date)
 	if err != nil {
 		return "", fmt.Errorf("changelogDate: %w", err)
 	}
@@ -97,13 +98,27 @@ func ChangelogDate(date string) (string, error) {
 
 // DebianDate turns 2026-11-29 into a Debian changelog date at noon UTC,
 // as RFC 5322 writes it: Sun, 29 Nov 2026 12:00:00 +0000 (the RPM
-// changelog's entries stand at noon too).
+// changelog's entries stand at noon too); 2026-11-29 20:00, a second
+// release on one day, at that time.
 func DebianDate(date string) (string, error) {
-	t, err := time.Parse(time.DateOnly, date)
+	t, timed, err := changeDate(date)
 	if err != nil {
 		return "", fmt.Errorf("debianDate: %w", err)
 	}
-	return t.Add(12 * time.Hour).Format("Mon, 02 Jan 2006 15:04:05 -0700"), nil
+	if !timed {
+		t = t.Add(12 * time.Hour)
+	}
+	return t.Format("Mon, 02 Jan 2006 15:04:05 -0700"), nil
+}
+
+// changeDate parses a changelog entry's date (model.Change.Date): a day,
+// or a day and a time (UTC), which it reports.
+func changeDate(date string) (time.Time, bool, error) {
+	if t, err := time.Parse(time.DateOnly, date); err == nil {
+		return t, false, nil
+	}
+	t, err := time.Parse("2006-01-02 15:04", date)
+	return t, true, err
 }
 
 // DebianText formats text as a Debian control file's continuation lines:

@@ -293,7 +293,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 	var times []int32
 	var who, text []string
 	for _, c := range p.Changelog {
-		times = append(times, int32(c.Time().Unix()+12*3600))
+		times = append(times, int32(c.Day().Unix()))
 		who = append(who, p.Maintainer+" - "+c.EVR(p.Suffix))
 		text = append(text, "- "+strings.Join(c.Lines, "\n- "))
 	}
