@@ -82,9 +82,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if err != nil {
 		return nil, nil, err
 	}
-	distros := o.Distros
-	if len(distros) == 0 {
-		distros = model.Distros
+	distros, err := Buildable(o.Distros, o.Majors)
+	if err != nil {
+		return nil, nil, err
 	}
 	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign})
 	if err != nil {
@@ -161,6 +161,13 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	}
 	files["SHA256SUMS"] = Sums(files)
 	arts = append(arts, dist.Artifact{Path: "SHA256SUMS", Kind: "checksums"})
+	if o.Sign != nil {
+		// gpg --verify SHA256SUMS.asc SHA256SUMS, then sha256sum -c
+		if files["SHA256SUMS.asc"], err = o.Sign.Armored(files["SHA256SUMS"]); err != nil {
+			return nil, nil, err
+		}
+		arts = append(arts, dist.Artifact{Path: "SHA256SUMS.asc", Kind: "signature"})
+	}
 	for i := range arts {
 		b := files[arts[i].Path]
 		sum := sha256.Sum256(b)
@@ -181,6 +188,29 @@ func ParseRepoURL(s string) (string, error) {
 		return "", fmt.Errorf("--repo-url %q is not an absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s)
 	}
 	return strings.TrimRight(s, "/"), nil
+}
+
+// Buildable are the distributions of ds (every one of the model when
+// empty) that get at least one of majors; none is an error that says
+// which majors each of them gets.
+func Buildable(ds []model.Distro, majors []int) ([]model.Distro, error) {
+	if len(ds) == 0 {
+		ds = model.Distros
+	}
+	var out []model.Distro
+	var gets []string
+	for _, d := range ds {
+		if len(d.MajorsOf(majors)) > 0 {
+			out = append(out, d)
+		}
+		all := d.MajorsOf(model.PgLease.Majors)
+		gets = append(gets, fmt.Sprintf("%s gets %d-%d", d.Name, all[0], all[len(all)-1]))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("nothing to build: no distribution asked for gets PostgreSQL %s (%s); choose other --pg or --distro",
+			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(majors)), ","), "[]"), strings.Join(gets, ", "))
+	}
+	return out, nil
 }
 
 // Sums is the SHA256SUMS of files, as sha256sum writes it.

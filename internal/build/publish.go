@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/pglease/pglease-gen/internal/render"
 )
@@ -16,7 +18,22 @@ const marker = ".pglease-build"
 // CheckOut says whether Publish may replace dir: a missing or empty
 // directory, or one that Publish wrote. The build calls it before the
 // work, so that a refused --out costs nothing.
+//
+// It also refuses a dir whose parent (the nearest that exists) it cannot
+// write, and a build directory holding files the build did not write (a
+// file added by hand would be removed without a word).
 func CheckOut(dir string) error {
+	for p := filepath.Dir(filepath.Clean(dir)); ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+				return fmt.Errorf("--out %s: cannot write in %s: %w", dir, p, err)
+			}
+			break
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -26,8 +43,30 @@ func CheckOut(dir string) error {
 	case len(entries) == 0:
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-		return fmt.Errorf("%s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
+	list, err := os.ReadFile(filepath.Join(dir, marker))
+	if err != nil {
+		return fmt.Errorf("--out %s is not empty and was not written by pglease-gen build; choose another --out or empty it", dir)
+	}
+	wrote := map[string]bool{marker: true}
+	for _, l := range strings.Split(string(list), "\n") {
+		wrote[l] = true
+	}
+	var added []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if rel, _ := filepath.Rel(dir, p); !wrote[filepath.ToSlash(rel)] {
+			added = append(added, rel)
+		}
+		return nil
+	})
+	if len(added) > 0 {
+		if len(added) > 5 {
+			added = append(added[:5], fmt.Sprintf("and %d more", len(added)-5))
+		}
+		return fmt.Errorf("--out %s holds files an earlier build did not write (%s): the build replaces the directory whole; move them, or choose another --out",
+			dir, strings.Join(added, ", "))
 	}
 	return nil
 }
@@ -48,7 +87,9 @@ func Publish(dir string, files render.Files) error {
 	if err != nil {
 		return err
 	}
-	all := render.Files{marker: []byte("written by pglease-gen build; replaced by the next build\n")}
+	// the marker lists what was written (its first line says why it is
+	// there), so that the next build can tell a file added by hand
+	all := render.Files{marker: []byte("# written by pglease-gen build; replaced by the next build\n" + strings.Join(files.Names(), "\n") + "\n")}
 	for n, b := range files {
 		all[n] = b
 	}

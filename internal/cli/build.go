@@ -98,9 +98,12 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err := build.CheckOut(c.out); err != nil {
 		return err
 	}
+	if _, err := build.Buildable(distros, majors); err != nil {
+		return err
+	}
 	if c.repoURL != "" && c.signKey == "" && !c.allowUnsigned {
 		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
-			model.PgLease.RepoFile(), model.PgLease.SourcesFile())
+			model.PgLease.RepoFile(), model.PgLease.SourcesFileFor("CODENAME"))
 	}
 	var signer *sign.Signer
 	if c.signKey != "" {
@@ -135,7 +138,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		step("unsigned: pass --sign-key FILE to sign the packages and repositories")
 	}
 	if c.repoURL == "" {
-		step("no --repo-url: %s and %s are not written", model.PgLease.RepoFile(), model.PgLease.SourcesFile())
+		step("no --repo-url: %s and %s are not written", model.PgLease.RepoFile(), model.PgLease.SourcesFileFor("CODENAME"))
 	}
 	if c.json {
 		enc := json.NewEncoder(cmd.OutOrStdout())
@@ -148,10 +151,35 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-14s %8s  %-64s  %s\n", "KIND", "BYTES", "SHA256", "FILE")
 	for _, a := range arts {
-		fmt.Fprintf(w, "%-11s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
+		fmt.Fprintf(w, "%-14s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
+	}
+	fmt.Fprintln(w)
+	for _, line := range nextSteps(c.out, c.repoURL, signer != nil) {
+		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// nextSteps says what to do with what build wrote.
+func nextSteps(out, repoURL string, signed bool) []string {
+	e := model.PgLease
+	where := "the URL you will pass as --repo-url"
+	if repoURL != "" {
+		where = repoURL
+	}
+	lines := []string{
+		"Next:",
+		fmt.Sprintf("  publish %s/ as it is at %s (dnf and apt read the el*/ and apt/ trees; hosts take %s or %s)",
+			out, where, e.RepoFile(), e.SourcesFileFor("CODENAME")),
+		fmt.Sprintf("  upload %s to PGXN; attach %s and SHA256SUMS to the release", filepath.Join(out, e.PGXNZip()), filepath.Join(out, e.Tarball())),
+		fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, build.ImagesDir)),
+	}
+	if !signed {
+		lines = append(lines, "  unsigned: hosts with gpgcheck=1 refuse these packages; build again with --sign-key FILE to publish")
+	}
+	return lines
 }
 
 // sourceDateEpoch parses SOURCE_DATE_EPOCH; unset means the newest

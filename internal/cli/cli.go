@@ -10,13 +10,51 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
-// Version is the tool's version, set at link time for releases.
+// Version is the tool's version, set at link time for releases; an
+// unstamped build takes it from the module's build information.
 var Version = "dev"
+
+// version is Version, or for an unstamped build the module's version and
+// the commit it was built from (with "+dirty" for local changes), as the
+// Go toolchain records them; "dev" when there are none (go run, tests).
+func version() string {
+	if Version != "dev" {
+		return Version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = Version
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && !strings.Contains(v, rev) {
+		v += " (commit " + rev + dirty + ")"
+	}
+	return v
+}
 
 // Exit codes.
 const (
@@ -64,8 +102,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Version:       version(),
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("pglease-gen {{ .Version }}\n")
 	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newKeygen(), newStress(), newVersion())
 	return root
 }

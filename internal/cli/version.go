@@ -29,7 +29,7 @@ func newVersion() *cobra.Command {
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 				return err
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pglease-gen %s: %s %s for PostgreSQL %s\n", Version, e.Name, e.Version(), e.MajorList())
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pglease-gen %s: %s %s for PostgreSQL %s\n", version(), e.Name, e.Version(), e.MajorList())
 			return err
 		},
 	}

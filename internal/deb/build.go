@@ -106,7 +106,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		}
 		names = append(names, dis.Name)
 	}
-	step("apt repository %s: suites %s for %s", RepoDir, strings.Join(names, ", "), strings.Join(o.Pkg.DebArches, ", "))
+	if len(names) > 0 {
+		step("apt repository %s: suites %s for %s", RepoDir, strings.Join(names, ", "), strings.Join(o.Pkg.DebArches, ", "))
+	}
 	return files, arts, nil
 }
 
