@@ -65,6 +65,8 @@ type Scenario struct {
 	// Standby: the primary gets a streaming standby named s1 (made
 	// synchronous by Primary's synchronous_standby_names).
 	Standby bool
+	// Server are settings the primary starts with (wal_level, say).
+	Server []string
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
 	// Needs are the variants that must show double grants here; Loses,
@@ -201,11 +203,65 @@ func (e *env) restoreInPlace(ctx context.Context) error {
 
 // databaseSettings applies the variant's database settings to database d.
 func (e *env) databaseSettings(ctx context.Context, d string) error {
+	return e.databaseSettingsOn(ctx, e.primary, d)
+}
+
+func (e *env) databaseSettingsOn(ctx context.Context, srv *pgserver.Server, d string) error {
 	for _, set := range e.variant.Database {
-		if err := pgserver.Exec(ctx, e.primary.DSN("postgres"), "ALTER DATABASE "+d+" SET "+set); err != nil {
+		if err := pgserver.Exec(ctx, srv.DSN("postgres"), "ALTER DATABASE "+d+" SET "+set); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// logicalReplica publishes lease.leases alone (not lease.eras) to a
+// subscriber in another cluster with the extension installed afresh,
+// lets the subscriber fall a second behind (its subscription disabled
+// while the source grants on), and moves every client to it: the grants
+// the source gave in that second never reach it.
+func (e *env) logicalReplica(ctx context.Context) error {
+	n, err := e.primary.NewCluster(ctx, e.dir)
+	if err != nil {
+		return err
+	}
+	e.servers = append(e.servers, n)
+	if err := pgserver.Exec(ctx, n.DSN("postgres"), "CREATE DATABASE "+db); err != nil {
+		return err
+	}
+	if err := pgserver.Exec(ctx, n.DSN(db), e.variant.Create); err != nil {
+		return err
+	}
+	if err := e.databaseSettingsOn(ctx, n, db); err != nil {
+		return err
+	}
+	if err := pgserver.Exec(ctx, e.primary.DSN(db), "CREATE PUBLICATION pglease_rows FOR TABLE lease.leases"); err != nil {
+		return err
+	}
+	conn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s", e.primary.Socket(), e.primary.Port, e.primary.User, db)
+	if err := pgserver.Exec(ctx, n.DSN(db), "CREATE SUBSCRIPTION pglease_rows CONNECTION '"+conn+"' PUBLICATION pglease_rows"); err != nil {
+		return err
+	}
+	// the initial copy, then changes streaming for a while
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var ready bool
+		if err := queryRow(ctx, n.DSN(db), "SELECT count(*) > 0 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel", &ready); err == nil && ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the subscription did not sync\n%s", n.Log())
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := pgserver.Exec(ctx, n.DSN(db), "ALTER SUBSCRIPTION pglease_rows DISABLE"); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	e.hold()
+	if err := pgserver.Exec(ctx, n.DSN(db), "ALTER SUBSCRIPTION pglease_rows SET (slot_name = NONE)", "DROP SUBSCRIPTION pglease_rows"); err != nil {
+		return err
+	}
+	e.moveAll(n)
 	return nil
 }
 
@@ -376,6 +432,14 @@ var Scenarios = []Scenario{
 			return nil
 		},
 		Needs: []Variant{NoEras},
+	},
+	{
+		Name: "logical-replica", What: "lease.leases alone replicated logically to another cluster, the subscriber a second behind, every client switched to it",
+		Server: []string{"wal_level=logical"},
+		Fault: func(ctx context.Context, e *env) error {
+			return e.logicalReplica(ctx)
+		},
+		Needs: []Variant{V020, V030, NoEras},
 	},
 	{
 		Name: "backup-archive", What: "a base backup restored with archive recovery (a new timeline) after the primary is lost",
@@ -559,6 +623,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	// unflushed for up to a second, so that the runs that lose them do so
 	// reliably
 	settings := []string{"fsync=on", "wal_writer_delay=1s", "archive_mode=on", "archive_command='cp %p " + archive + "/%f'"}
+	settings = append(settings, s.Server...)
 	primary, err := pgserver.StartWith(ctx, inst, dir, settings...)
 	if err != nil {
 		r.Err = err
