@@ -106,5 +106,8 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("pglease-gen {{ .Version }}\n")
 	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newKeygen(), newStress(), newVersion())
+	// (cobra adds it when it executes; added here, the tree the docs test
+	// reads has it too)
+	root.InitDefaultCompletionCmd()
 	return root
 }
