@@ -155,13 +155,20 @@ func (e *env) hold() {
 	}
 }
 
-// killBackend kills one client backend of the primary with SIGKILL (what
-// the OOM killer does): the postmaster stays up, ends every other backend
-// and runs crash recovery; killBackend waits until it answers again.
+// killBackend kills one backend of the primary with SIGKILL (what the
+// OOM killer does): the postmaster stays up, ends every other backend and
+// runs crash recovery; killBackend waits until it answers again. The
+// clients are held off first, so that none reaches the server again before
+// the lost grants are counted.
 func (e *env) killBackend(ctx context.Context) error {
+	e.hold()
+	conn, err := connect(ctx, e.primary.DSN(db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
 	var pid int
-	if err := queryRow(ctx, e.primary.DSN("postgres"),
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = '"+db+"' AND pid <> pg_backend_pid() ORDER BY pid LIMIT 1", &pid); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		return fmt.Errorf("a backend to kill: %w", err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
