@@ -48,8 +48,9 @@ var (
 	NoFloor = Variant{Name: "0.4.0 without the floor", Create: "CREATE EXTENSION pg_lease",
 		Database: []string{"lease.synchronous_commit = session"}}
 	NoEras = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
-		Edits: []string{"FROM @extschema@.era_now AS c",
-			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c"}}
+		// (acquire's two statements that join era_now, not enter_era's)
+		Edits: []string{"FROM @extschema@.era_now AS c\n",
+			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n"}}
 )
 
 // A Scenario is one fault in the middle of a run.
