@@ -94,8 +94,18 @@ BEGIN;
 SELECT status FROM lease.renew('d1', 'a', :d1, interval '1 minute');
 SHOW synchronous_commit;
 COMMIT;
--- session, set for the role in this database by the installer: honoured
--- (0.2.0's behaviour: the session's setting stands)
+-- session, set for the database by the installer: honoured (0.2.0's
+-- behaviour: the session's setting stands), whatever the session says
+RESET lease.synchronous_commit;
+SELECT lease.set_floor('session');
+BEGIN;
+SELECT status FROM lease.renew('d1', 'a', :d1, interval '1 minute');
+SHOW synchronous_commit;
+COMMIT;
+SELECT lease.set_floor(NULL);
+-- session, set for the role in this database: honoured for a session that
+-- asks for it
+SET lease.synchronous_commit = session;
 SELECT lease.set_floor('session', current_user::regrole);
 BEGIN;
 SELECT lease.release('d1', 'a', :d1);

@@ -49,6 +49,7 @@ CREATE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wai
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -174,8 +175,9 @@ BEGIN
                 IF v_wait > 0 THEN
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
                 END IF;
-                IF (current_setting('synchronous_commit') IN ('on', 'remote_apply')
-                    AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF current_setting('lease.floor') <> 'session'
+                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
+                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 acquired := true;
@@ -212,8 +214,9 @@ BEGIN
             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             IF FOUND THEN
-                IF (current_setting('synchronous_commit') IN ('on', 'remote_apply')
-                    AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF current_setting('lease.floor') <> 'session'
+                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
+                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 acquired := true;
@@ -289,6 +292,7 @@ CREATE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl inter
 RETURNS TABLE (status text, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -360,8 +364,9 @@ BEGIN
                AND l.expires_at > clock_timestamp()
             RETURNING l.expires_at INTO expires_at;
             IF FOUND THEN
-                IF (current_setting('synchronous_commit') IN ('on', 'remote_apply')
-                    AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF current_setting('lease.floor') <> 'session'
+                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
+                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 status := 'ok';
@@ -395,6 +400,7 @@ CREATE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -441,8 +447,9 @@ BEGIN
              WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
                AND l.expires_at > clock_timestamp();
             IF FOUND THEN
-                IF (current_setting('synchronous_commit') IN ('on', 'remote_apply')
-                    AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF current_setting('lease.floor') <> 'session'
+                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
+                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 RETURN 'ok';
@@ -596,6 +603,7 @@ CREATE FUNCTION @extschema@.purge(grace interval DEFAULT interval '0')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lease.floor = on
 AS $function$
 DECLARE
     v_cutoff  timestamptz;
@@ -636,8 +644,9 @@ BEGIN
     IF v_max IS NOT NULL THEN
         INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
-        IF (current_setting('synchronous_commit') IN ('on', 'remote_apply')
-            AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+        IF current_setting('lease.floor') <> 'session'
+           AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
+                AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
             PERFORM @extschema@.durable();
         END IF;
     END IF;
@@ -730,22 +739,30 @@ COMMENT ON TABLE @extschema@.era_now IS
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
 
--- The floor under the durability of a transaction that changed a lease.
+-- The floor under the durability of a transaction that changed a lease:
+-- the database's (lease.floor: on, remote_apply or session, set on each
+-- changing function by set_floor(), so that no session can change it)
+-- raised by the session's lease.synchronous_commit; a session's session
+-- counts where the session role's setting says so.
 CREATE FUNCTION @extschema@.durable()
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
+    v_db    text := coalesce(nullif(current_setting('lease.floor', true), ''), 'on');
     v_floor text := coalesce(nullif(current_setting('lease.synchronous_commit', true), ''), 'on');
     v_now   text;
 BEGIN
+    IF v_db = 'session' THEN
+        RETURN;  -- lowered for the database by set_floor()
+    END IF;
     IF v_floor = 'session' THEN
-        -- Lowered only where the database's or the session role's own
-        -- setting says so (ALTER DATABASE / ALTER ROLE: for a setting of
-        -- an extension without a library, only a superuser may write
-        -- one; the installer has lease.set_floor()). A session that
-        -- sets it itself keeps the floor at on.
+        -- Lowered by a session only where the database's or the session
+        -- role's setting says so (ALTER ROLE / ALTER DATABASE ... SET: for a
+        -- setting of an extension without a library only a superuser may
+        -- write one; the installer has lease.set_floor()). A session that
+        -- sets it itself keeps the floor.
         IF EXISTS (SELECT FROM pg_db_role_setting AS s
                     WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database()))
                       AND s.setrole IN (0, (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = session_user))
@@ -756,6 +773,9 @@ BEGIN
     ELSIF v_floor NOT IN ('on', 'remote_apply') THEN
         RAISE EXCEPTION 'lease.synchronous_commit must be on, remote_apply or session'
             USING ERRCODE = '22023', DETAIL = format('lease.synchronous_commit is %L.', v_floor);
+    END IF;
+    IF v_db = 'remote_apply' THEN
+        v_floor := 'remote_apply';
     END IF;
     v_now := current_setting('synchronous_commit');
     -- off, local and remote_write are below on; on is below remote_apply.
@@ -768,7 +788,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.durable() IS
-    'internal: raises synchronous_commit to lease.synchronous_commit (on, remote_apply, or session where the database or role setting says so: leave it) for the calling transaction, which changed a lease';
+    'internal: raises synchronous_commit for the calling transaction, which changed a lease, to the floor: the database''s (lease.floor, set by set_floor()) raised by lease.synchronous_commit (on, remote_apply, or session where the role''s or the database''s setting says so)';
 
 REVOKE ALL ON FUNCTION @extschema@.durable() FROM PUBLIC;
 
@@ -956,28 +976,37 @@ COMMENT ON FUNCTION @extschema@.new_era() IS
 REVOKE ALL ON FUNCTION @extschema@.new_era() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.new_era() TO @extowner@;
 
--- The installer's way to lower (or raise again) the durability floor for
--- this database or one role in it: the database or role setting that
--- durable() honours, which a session cannot write for itself.
+-- The installer's way to lower (or raise) the durability floor: for this
+-- database, on the changing functions themselves (lease.floor), which no
+-- session can override and which costs nothing per call; for one role in
+-- it, the role's setting that durable() honours (a read of
+-- pg_db_role_setting per change).
 CREATE FUNCTION @extschema@.set_floor(setting text, role regrole DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
+DECLARE
+    f regprocedure;
 BEGIN
     IF set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
         RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
             USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
     END IF;
-    EXECUTE format('ALTER %s SET lease.synchronous_commit %s',
-                   CASE WHEN set_floor.role IS NULL THEN format('DATABASE %I', current_database())
-                        ELSE format('ROLE %s IN DATABASE %I', set_floor.role, current_database()) END,
-                   CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
+    IF set_floor.role IS NULL THEN
+        FOREACH f IN ARRAY ARRAY['@extschema@.acquire(text, text, interval, interval)', '@extschema@.renew(text, text, bigint, interval)',
+                                 '@extschema@.release(text, text, bigint)', '@extschema@.purge(interval)']::regprocedure[] LOOP
+            EXECUTE format('ALTER FUNCTION %s SET lease.floor = %L', f, coalesce(set_floor.setting, 'on'));
+        END LOOP;
+    ELSE
+        EXECUTE format('ALTER ROLE %s IN DATABASE %I SET lease.synchronous_commit %s', set_floor.role, current_database(),
+                       CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
+    END IF;
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
-    'set_floor(setting, role => NULL): set lease.synchronous_commit (on, remote_apply or session; NULL removes the setting) for this database, or for role in it, as the setting new sessions start with; only the installer (and superusers) may call it';
+    'set_floor(setting, role => NULL): the durability floor (on, remote_apply or session; NULL: back to on) for this database, set on the changing functions (pg_dump does not carry it), or for role in it as the role''s lease.synchronous_commit; only the installer (and superusers) may call it';
 
 REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
