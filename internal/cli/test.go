@@ -28,20 +28,21 @@ import (
 )
 
 type testCmd struct {
-	local    bool
-	pgConfig string
-	pg       string
-	image    string
-	jobs     int
-	junit    string
-	timeout  time.Duration
-	keep     bool
-	versions string
-	results  string
-	rpm      string
-	deb      string
-	distro   string
-	arch     string
+	local         bool
+	noUpdateCheck bool
+	pgConfig      string
+	pg            string
+	image         string
+	jobs          int
+	junit         string
+	timeout       time.Duration
+	keep          bool
+	versions      string
+	results       string
+	rpm           string
+	deb           string
+	distro        string
+	arch          string
 }
 
 func newTest() *cobra.Command {
@@ -89,6 +90,7 @@ func newTest() *cobra.Command {
 	f.BoolVar(&c.keep, "keep", false, "leave the containers (or the local server) running, for debugging")
 	f.StringVar(&c.versions, "versions", "all", "whose suites run: all (the newest version's, each older version's, and each older one's updated to the newest) or newest; the update check runs either way")
 	f.StringVar(&c.results, "results", "build/results", "directory for the drivers' results and regression.diffs")
+	f.BoolVar(&c.noUpdateCheck, "no-update-check", false, "skip the update check (pure SQL, the same on every architecture: make arm64-ci skips it under emulation)")
 	f.StringVar(&c.rpm, "rpm", "", "install with dnf install -y pg_lease_N from the `DIR` repository (a tree of pglease-gen build,\n"+
 		"or its output directory) instead of copying files; the server layout is PGDG's /usr/pgsql-N\n"+
 		"and the image defaults to the local EL9 stand-in "+images.EL9Repository)
@@ -135,7 +137,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	}
 	opts := container.Options{
 		Ext: model.PgLease, Src: pglease.Files, Image: c.image, Jobs: c.jobs, Arch: arch,
-		Keep: c.keep, Results: c.results, Timeout: c.timeout, NewestOnly: newest,
+		Keep: c.keep, Results: c.results, Timeout: c.timeout, NewestOnly: newest, NoUpdateCheck: c.noUpdateCheck,
 	}
 	if c.rpm != "" {
 		distro := cmp.Or(c.distro, strings.TrimPrefix(model.Packages.Dist, "."))

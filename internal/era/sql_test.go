@@ -158,3 +158,48 @@ func TestEraEntryCannotBePrepared(t *testing.T) {
 		t.Errorf("after COMMIT PREPARED p2 is held by %q (%v)", owner, err)
 	}
 }
+
+// TestUpdateFrom020AboveTheBand: 0.2.0 epochs above 2^32 (which 0.3.0's
+// update refused) update straight to the newest version: the held lease
+// renews, and the next grants lie above every epoch the table held.
+func TestUpdateFrom020AboveTheBand(t *testing.T) {
+	testenv.Server(t)
+	ctx := context.Background()
+	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE high"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, srv.DSN("high"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const high = int64(9_000_000_000) // above 2^32
+	for _, s := range []string{
+		"CREATE EXTENSION pg_lease VERSION '0.2.0'",
+		"SELECT lease.acquire('held', 'a', interval '1 hour')",
+		"SELECT lease.acquire('free', 'a', interval '1 hour')",
+		fmt.Sprintf("UPDATE lease.leases SET epoch = %d WHERE name = 'held'", high),
+		"ALTER EXTENSION pg_lease UPDATE",
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var version, status string
+	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'pg_lease'").Scan(&version); err != nil || version != model.PgLease.Version() {
+		t.Fatalf("updated to %q (%v)", version, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT status FROM lease.renew('held', 'a', $1, interval '1 hour')", high).Scan(&status); err != nil || status != "ok" {
+		t.Errorf("the held lease at %d: %q, %v", high, status, err)
+	}
+	var next int64
+	if err := conn.QueryRow(ctx, "SELECT epoch FROM lease.acquire('new', 'b', interval '1 hour')").Scan(&next); err != nil || next <= high {
+		t.Errorf("a new name after the update: %d, %v; want above %d", next, err, high)
+	}
+	t.Logf("0.2.0 with an epoch at %d updated to %s; the next grant %d", high, version, next)
+}
