@@ -22,21 +22,8 @@ import (
 // and the last epoch of the highest band is bigint's largest, as the
 // script's band_last computes it.
 func TestBandCornersInSQL(t *testing.T) {
-	testenv.Server(t)
 	ctx := context.Background()
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE bands"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, srv.DSN("bands"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := database(t, "bands")
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION pg_lease"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,21 +86,8 @@ func TestBandCornersInSQL(t *testing.T) {
 // be prepared, and its row lock keeps the name from every other holder
 // until it is decided.
 func TestEraEntryCannotBePrepared(t *testing.T) {
-	testenv.Server(t)
 	ctx := context.Background()
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, "max_prepared_transactions=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE twophase"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, srv.DSN("twophase"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := database(t, "twophase", "max_prepared_transactions=2")
 	exec := func(sql string) error { _, err := conn.Exec(ctx, sql); return err }
 	if err := exec("CREATE EXTENSION pg_lease"); err != nil {
 		t.Fatal(err)
@@ -139,7 +113,7 @@ func TestEraEntryCannotBePrepared(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	other, err := pgx.Connect(ctx, srv.DSN("twophase"))
+	other, err := pgx.Connect(ctx, conn.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,21 +137,8 @@ func TestEraEntryCannotBePrepared(t *testing.T) {
 // update refused) update straight to the newest version: the held lease
 // renews, and the next grants lie above every epoch the table held.
 func TestUpdateFrom020AboveTheBand(t *testing.T) {
-	testenv.Server(t)
 	ctx := context.Background()
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE high"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, srv.DSN("high"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := database(t, "high")
 	const high = int64(9_000_000_000) // above 2^32
 	for _, s := range []string{
 		"CREATE EXTENSION pg_lease VERSION '0.2.0'",
@@ -202,4 +163,26 @@ func TestUpdateFrom020AboveTheBand(t *testing.T) {
 		t.Errorf("a new name after the update: %d, %v; want above %d", next, err, high)
 	}
 	t.Logf("0.2.0 with an epoch at %d updated to %s; the next grant %d", high, version, next)
+}
+
+// database starts a throwaway server (with settings) holding the newest
+// rendered extension files and returns a connection to a new database db.
+func database(t *testing.T, db string, settings ...string) *pgx.Conn {
+	t.Helper()
+	testenv.Server(t)
+	ctx := context.Background()
+	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, srv.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
