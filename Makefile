@@ -120,7 +120,7 @@ go-test:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$)
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# Fault injection (internal/faults): every scenario with 0.3.0 and the
+# Fault injection (internal/faults): every scenario with the newest version and the
 # variants that lack what it tests, over real servers on unix sockets.
 # failover-ci is make test's short run on this machine's PostgreSQL;
 # make failover runs longer on each major whose Debian image carries

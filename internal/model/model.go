@@ -18,7 +18,8 @@ type Extension struct {
 	// Versions are the extension's versions, oldest first; the last is
 	// the default_version. Each has a complete install script, and each
 	// step from one to the next an update script. A released version's
-	// install script is frozen (render checks it against its frozen copy).
+	// install script is frozen (render takes it, and the update script into
+	// it, from its frozen copy in templates/released).
 	Versions []Version
 	// Schema is the fixed, non-relocatable schema the extension lives in.
 	Schema string
@@ -99,7 +100,7 @@ func (e Extension) At(v string) (Extension, error) {
 	return e, fmt.Errorf("%s has no version %q", e.Name, v)
 }
 
-// ScriptFile is the newest version's install script, e.g. pg_lease--0.3.0.sql.
+// ScriptFile is the newest version's install script, e.g. pg_lease--0.4.0.sql.
 func (e Extension) ScriptFile() string { return e.InstallScript(e.Version()) }
 
 // InstallScript is the install script of version v.
