@@ -131,7 +131,7 @@ go-test:
 FAULTS_DURATION ?= 3s
 failover-ci:
 	@mkdir -p $(BUILD)
-	@PG_CONFIG=$(PG_CONFIG) $(GO) test -v -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.duration=$(FAULTS_DURATION) > $(BUILD)/faults.log 2>&1; \
+	@PG_CONFIG=$(PG_CONFIG) $(GO) test -v -count=1 -timeout 30m -run TestScenarios ./internal/faults -args -faults.short -faults.duration=$(FAULTS_DURATION) > $(BUILD)/faults.log 2>&1; \
 	  status=$$?; grep -E '^(--- |    faults_test|ok|FAIL|PASS)' $(BUILD)/faults.log | sed 's/    faults_test.go:[0-9]*: //'; exit $$status
 # A real promotion on every major, in its local image (the npm builds of
 # 14 and 16 have no pg_basebackup: their standby is a cold copy), after
