@@ -18,6 +18,7 @@
 #   make bench-profile        perf: where a backend's CPU time goes, pg_lease
 #                             against the floor (bench/results/profile.md)
 #   make bench-ab BASE=REV    this tree's pg_lease against commit REV's
+#   make bench-ir BASE=REV    the same in instructions per operation (valgrind)
 #   make soak-storage         lease.leases over 10,000,000 cycles on 1,000 and
 #                             100,000 names, sampled every 500,000 (SOAK_CYCLES)
 #   make failover-ci          the fault tests (internal/faults), short, on
@@ -63,7 +64,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab soak-storage failover,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir soak-storage failover,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -81,7 +82,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -215,6 +216,16 @@ bench-ab:
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
 	@# the baseline's own newest version (BASE may be an older release)
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds 6 -phase 2s
+
+# The same comparison in instructions per operation (valgrind; a count
+# that the machine's drift does not move): make bench-ir BASE=REV.
+bench-ir:
+	@test -n "$(BASE)" || { echo "usage: make bench-ir BASE=<commit> [AB_MAJOR=15]" >&2; exit 2; }
+	@command -v valgrind >/dev/null || { echo "bench-ir needs valgrind: apt-get install valgrind" >&2; exit 2; }
+	rm -rf $(BUILD)/ab && mkdir -p $(BUILD)/ab/src
+	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
+	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ir -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR)
 
 # The proofs install a build signed with a key made for the tests (never
 # committed; kept in build/), so dnf runs with gpgcheck=1 and

@@ -52,10 +52,10 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), ir (instructions per operation under valgrind, with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
-	flag.StringVar(&o.baseline, "baseline", "", "with -only ab: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
+	flag.StringVar(&o.baseline, "baseline", "", "with -only ab or ir: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
 	phase := flag.Duration("phase", 0, "length of one measurement (default 5s; 700ms with -quick)")
 	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the headline per major (default 3; 1 with -quick)")
 	flag.IntVar(&o.soak, "soak", 0, "acquire/release cycles of the soak (default 1,000,000; 20,000 with -quick)")
@@ -130,6 +130,14 @@ func run(o options) error {
 			return err
 		}
 		return os.WriteFile(filepath.Join(o.out, "profile.md"), []byte(md), 0o644)
+	}
+	if o.only == "ir" {
+		md, err := irBench(ctx, o, work)
+		if err != nil {
+			return err
+		}
+		fmt.Print("\n" + md)
+		return nil
 	}
 	if o.only == "ab" {
 		md, err := abBench(ctx, o, names, work)

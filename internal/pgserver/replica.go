@@ -3,9 +3,11 @@ package pgserver
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -347,4 +349,34 @@ func (s *Server) UpgradeFrom(ctx context.Context, old *Server) error {
 		return fmt.Errorf("pg_upgrade: %w\n%s", err, out)
 	}
 	return s.Restart(ctx)
+}
+
+// SingleUser runs a stand-alone backend (postgres --single) on database
+// db of a copy of s's data directory (s shut down), statements read from
+// stdin, as the server's user; wrap, when given, is a program and its
+// arguments that run the backend (valgrind, for example). The copy is
+// removed afterwards, so each run starts from the same files.
+func (s *Server) SingleUser(ctx context.Context, db string, stdin io.Reader, settings []string, wrap ...string) ([]byte, error) {
+	n, err := s.newDir(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer n.remove()
+	if out, err := exec.CommandContext(ctx, "cp", "-a", s.Data(), n.Data()).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copy %s: %w\n%s", s.Data(), err, out)
+	}
+	if err := n.own(n.Data()); err != nil {
+		return nil, err
+	}
+	args := append(slices.Clone(wrap), filepath.Join(s.Install.BinDir, "postgres"), "--single", "-D", n.Data())
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := exec.CommandContext(ctx, args[0], append(args[1:], db)...)
+	cmd.Dir = n.Dir
+	cmd.Stdin = stdin
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd.CombinedOutput()
 }

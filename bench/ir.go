@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+)
+
+// irBench counts the instructions a backend executes per operation, this
+// tree's pg_lease against a baseline install script: a stand-alone
+// backend (postgres --single, one statement per transaction, as an
+// autocommitting client sends them) under valgrind's cachegrind, on copies
+// of one shut-down cluster. The count does not depend on what else the
+// machine does, so a difference of one per cent is a real one, where the
+// timed runs of -only ab cannot tell a few per cent from the machine's
+// drift. It counts the backend's own user-space work (not the kernel's,
+// not the wait for a flush): the CPU side of a cycle.
+func irBench(ctx context.Context, o options, work string) (string, error) {
+	valgrind, err := exec.LookPath("valgrind")
+	if err != nil {
+		return "", errors.New("-only ir needs valgrind: apt-get install valgrind")
+	}
+	base, err := os.ReadFile(o.baseline)
+	if err != nil {
+		return "", err
+	}
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return "", err
+	}
+	defer s.Stop()
+	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, s.srv.Install, "pg_lease_base", func(string) (string, error) { return string(base), nil })
+	if err != nil {
+		return "", err
+	}
+	defer remove()
+	for db, sqls := range map[string][]string{
+		"this_ir":    {"CREATE EXTENSION pg_lease"},
+		"base_ir":    {"CREATE EXTENSION pg_lease_base"},
+		"session_ir": {"CREATE EXTENSION pg_lease", "SELECT lease.set_floor('session')"},
+	} {
+		if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE "+db); err != nil {
+			return "", err
+		}
+		if err := pgserver.Exec(ctx, strings.Replace(s.DSN(), "dbname=postgres", "dbname="+db, 1), sqls...); err != nil {
+			return "", err
+		}
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return "", err
+	}
+	const small, large = 600, 2600 // operations per run; the difference is what is counted
+	count := func(db, sync string, script func(int) string) (float64, error) {
+		var ir [2]int64
+		for i, n := range []int{small, large} {
+			out, err := s.srv.SingleUser(ctx, db, strings.NewReader(script(n)), []string{"synchronous_commit=" + sync},
+				valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+			if err == nil && strings.Contains(string(out), "ERROR:") {
+				err = errors.New("a statement failed")
+			}
+			if err != nil {
+				return 0, fmt.Errorf("%s at synchronous_commit = %s: %w\n%s", db, sync, err, tail(string(out), 2000))
+			}
+			m := irRefs.FindStringSubmatch(string(out))
+			if m == nil {
+				return 0, fmt.Errorf("%s: no instruction count in valgrind's output\n%s", db, tail(string(out), 2000))
+			}
+			ir[i], _ = strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+		}
+		return float64(ir[1]-ir[0]) / (large - small), nil
+	}
+	rows := []struct {
+		name, this, sync string
+		script           func(int) string
+	}{
+		{"cycle, synchronous_commit = on", "this_ir", "on", irCycles},
+		{"renew, synchronous_commit = on", "this_ir", "on", irRenews},
+		{"cycle, synchronous_commit = off (the floor flushes each change)", "this_ir", "off", irCycles},
+		{"cycle, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irCycles},
+		{"renew, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irRenews},
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Instructions per operation, this tree against %s, PostgreSQL %s\n\n", o.baseline, s.Version)
+	b.WriteString("| workload | this | baseline | this / baseline |\n|---|---:|---:|---:|\n")
+	for _, r := range rows {
+		this, err := count(r.this, r.sync, r.script)
+		if err != nil {
+			return "", err
+		}
+		old, err := count("base_ir", r.sync, r.script)
+		if err != nil {
+			return "", err
+		}
+		say("%s: this %.0f, baseline %.0f instructions per operation", r.name, this, old)
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.3f |\n", r.name, this, old, this/old)
+	}
+	return b.String(), nil
+}
+
+var irRefs = regexp.MustCompile(`I\s+refs:\s+([\d,]+)`)
+
+// irNames is how many names the scripts cycle through: every run of
+// either length takes each name at least once, so the difference
+// between two runs holds no first grant.
+const irNames = 500
+
+// irCycles is n acquire/release cycles, each call its own transaction;
+// release reads the epoch from the table (the same statement for every
+// version).
+func irCycles(n int) string {
+	var b strings.Builder
+	for i := range n {
+		name := fmt.Sprintf("ir-%03d", i%irNames)
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('%s', 'o', '30s');\n", name)
+		fmt.Fprintf(&b, "SELECT lease.release('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'));\n", name, name)
+	}
+	return b.String()
+}
+
+// irRenews takes every name, then renews n times.
+func irRenews(n int) string {
+	var b strings.Builder
+	for i := range irNames {
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('ir-%03d', 'o', '1h');\n", i)
+	}
+	for i := range n {
+		name := fmt.Sprintf("ir-%03d", i%irNames)
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.renew('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'), '1h');\n", name, name)
+	}
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
