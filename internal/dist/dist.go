@@ -72,7 +72,8 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 	if files["debian/control"], err = GenControl(files["debian/control.in"], d.Ext.Majors); err != nil {
 		return nil, err
 	}
-	for name, static := range map[string]string{"debian/docs": "deb/docs", "debian/source/format": "deb/source/format", "debian/minor_versions": "deb/minor_versions"} {
+	for name, static := range map[string]string{"debian/docs": "deb/docs", "debian/source/format": "deb/source/format", "debian/minor_versions": "deb/minor_versions",
+		"debian/tests/control": "deb/tests/control", "debian/tests/installcheck": "deb/tests/installcheck"} {
 		if files[name], err = fs.ReadFile(src, static); err != nil {
 			return nil, err
 		}
@@ -152,7 +153,7 @@ var DebianTemplates = map[string]string{
 }
 
 // Executables are the source tree's files with the execute bit.
-var Executables = map[string]bool{"debian/rules": true}
+var Executables = map[string]bool{"debian/rules": true, "debian/tests/installcheck": true}
 
 // GenControl makes debian/control from debian/control.in as
 // `pg_buildext updatecontrol` does: every binary package paragraph whose

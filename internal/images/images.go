@@ -346,7 +346,8 @@ type recipe struct {
 	// Offers are packages of that release the image's local repository
 	// offers beside the server's, not installed: gpgv, which the deb
 	// proof installs to check a suite where the minimal system has only
-	// sqv (trixie and later)
+	// sqv (trixie and later); apt-utils, whose apt-ftparchive autopkgtest
+	// installs in a testbed to index the packages under test
 	Offers []string `json:",omitempty"`
 	// Standins are the npm-only majors whose stand-in server debs the
 	// repository also offers (standinsOn)
@@ -391,7 +392,7 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 				return err
 			}
 			if fam.name == "debian-apt" {
-				r.Offers = []string{"gpgv"}
+				r.Offers = []string{"gpgv", "apt-utils"}
 				for _, m := range standinsOn[src.Suite] {
 					s, err := ServerFor(m, o.Arch)
 					if err != nil {
