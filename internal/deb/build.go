@@ -145,7 +145,7 @@ func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []
 		return nil, err
 	}
 	env := append(os.Environ(), "SOURCE_DATE_EPOCH="+strconv.FormatInt(built.Unix(), 10), "TZ=UTC", "LC_ALL=C",
-		"PG_SUPPORTED_VERSIONS="+strings.Join(versions, " "), "DEB_BUILD_OPTIONS=nocheck")
+		"PG_SUPPORTED_VERSIONS="+strings.Join(versions, " "), "DEB_BUILD_OPTIONS=nocheck", "DEB_BUILD_PROFILES=nocheck")
 	src := filepath.Join(top, ext.SourceDir())
 	for _, step := range []struct {
 		dir  string

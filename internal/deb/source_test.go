@@ -1,0 +1,187 @@
+package deb_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/dist"
+	"github.com/pglease/pglease-gen/internal/images"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/suite"
+	"github.com/pglease/pglease-gen/internal/testenv"
+)
+
+// TestSourcePackage uses the tarball's debian/ as a Debian packager does,
+// with nothing set from outside: a plain `dpkg-buildpackage -b -us -uc`
+// on this host (PostgreSQL 15, the majors Debian 12 supports) builds the
+// package and runs both suites at build time (pg_buildext installcheck in
+// pg_virtualenv); then Debian's autopkgtest tests the built tree's deb in
+// the local image of Debian 12 (autopkgtest-virt-docker, network none).
+// The same tree with one expected output changed must fail both: the
+// suites really run in each.
+func TestSourcePackage(t *testing.T) {
+	testenv.Tools(t, "dpkg-buildpackage", "pg_buildext", "pg_virtualenv", "autopkgtest", "docker")
+	testenv.Docker(t)
+	tests, err := suite.AllTests(pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := []string{
+		fmt.Sprintf("All %d tests passed", len(tests[suite.Regress])),
+		fmt.Sprintf("All %d tests passed", len(tests[suite.Isolation])),
+	}
+	image := images.Ref(images.DebianRepository, 15, "amd64")
+	for _, broken := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shipped", true: "broken-expected-output"}[broken], func(t *testing.T) {
+			dir := t.TempDir()
+			// pg_virtualenv's clusters run as postgres, in TMPDIR
+			for _, d := range []string{dir, filepath.Dir(dir)} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tree := unpackSource(t, dir)
+			if broken {
+				breakExpected(t, tree)
+			}
+			build := exec.Command("dpkg-buildpackage", "-b", "-us", "-uc")
+			build.Dir = tree
+			build.Env = append(cleanEnv(), "TMPDIR="+dir)
+			out, err := build.CombinedOutput()
+			log := string(out)
+			if broken {
+				if err == nil || !strings.Contains(log, "### End 15 installcheck (FAILED") {
+					t.Fatalf("dpkg-buildpackage passed with a wrong expected output (err %v):\n%s", err, tailOf(log))
+				}
+				// build the deb without the tests, to show autopkgtest fails too
+				build = exec.Command("dpkg-buildpackage", "-b", "-us", "-uc")
+				build.Dir, build.Env = tree, append(cleanEnv(), "TMPDIR="+dir, "DEB_BUILD_OPTIONS=nocheck", "DEB_BUILD_PROFILES=nocheck")
+				if out, err := build.CombinedOutput(); err != nil {
+					t.Fatalf("dpkg-buildpackage with nocheck: %v\n%s", err, tailOf(string(out)))
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("dpkg-buildpackage -b -us -uc: %v\n%s", err, tailOf(log))
+				}
+				for _, want := range append([]string{"### End 15 installcheck ###"}, passed...) {
+					if !strings.Contains(log, want) {
+						t.Fatalf("dpkg-buildpackage's log lacks %q: the build-time tests did not run\n%s", want, tailOf(log))
+					}
+				}
+			}
+			debs, _ := filepath.Glob(filepath.Join(dir, model.PgLease.DebPackage(15)+"_*_all.deb"))
+			if len(debs) != 1 {
+				t.Fatalf("dpkg-buildpackage wrote %v", debs)
+			}
+			code, log := autopkgtest(t, dir, tree, debs[0], image)
+			switch {
+			case broken && code == 0:
+				t.Fatalf("autopkgtest passed with a wrong expected output:\n%s", tailOf(log))
+			case broken:
+				if !regexp.MustCompile(`installcheck\s+FAIL`).MatchString(log) {
+					t.Fatalf("autopkgtest failed (exit %d) but not in its test:\n%s", code, tailOf(log))
+				}
+			case code != 0:
+				t.Fatalf("autopkgtest exited %d:\n%s", code, tailOf(log))
+			default:
+				for _, want := range passed {
+					if !strings.Contains(log, want) {
+						t.Fatalf("autopkgtest's log lacks %q\n%s", want, tailOf(log))
+					}
+				}
+				if !regexp.MustCompile(`installcheck\s+PASS`).MatchString(log) {
+					t.Fatalf("autopkgtest's summary lacks installcheck PASS:\n%s", tailOf(log))
+				}
+			}
+		})
+	}
+}
+
+// unpackSource writes the source tarball into dir and unpacks it there,
+// returning the tree.
+func unpackSource(t *testing.T, dir string) string {
+	t.Helper()
+	d, err := dist.NewData(model.PgLease, model.Packages, pglease.Files, "PGSTY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources, err := dist.Sources(d, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := dist.Tarball(sources, model.PgLease.SourceDir(), model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, model.PgLease.Tarball())
+	if err := os.WriteFile(file, tgz, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-xzf", file, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, model.PgLease.SourceDir())
+}
+
+// breakExpected changes one line of the first regress test's expected
+// output.
+func breakExpected(t *testing.T, tree string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(tree, "regress", "expected", "*.out"))
+	if len(files) == 0 {
+		t.Fatal("no regress/expected/*.out in the tree")
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files[0], append(b, []byte("a line no test prints\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// autopkgtest runs Debian's autopkgtest on a built tree and its deb in a
+// container of image, its temporary files under dir; it returns the exit
+// code (0 pass, 4 a test failed) and the log.
+func autopkgtest(t *testing.T, dir, tree, deb, image string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("autopkgtest", "--setup-commands=apt-get -q update", "--output-dir="+filepath.Join(dir, "autopkgtest"),
+		tree, deb, "--", "docker", image)
+	cmd.Env = append(cleanEnv(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("autopkgtest: %v", err)
+	}
+	return code, string(out)
+}
+
+// cleanEnv is this process's environment without what would change how
+// a Debian build runs (a caller's build options or supported versions).
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "DEB_BUILD_OPTIONS", "DEB_BUILD_PROFILES", "PG_SUPPORTED_VERSIONS", "TMPDIR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func tailOf(s string) string {
+	if len(s) > 6000 {
+		return "...\n" + s[len(s)-6000:]
+	}
+	return s
+}
