@@ -27,6 +27,7 @@
 #                             15, 17, 18 and 19 (FAILOVER_DURATION=20s)
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
+#   make autopkgtest          Debian's autopkgtest on 15, 17, 18 and 19
 #   make deb-proof            the same with the debs and apt-get on Debian
 #   make lint-ci              actionlint (with shellcheck) on the CI pipeline
 #   make arm64-ci             the bounded arm64 check make test runs, under
@@ -64,7 +65,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir soak-storage failover,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest soak-storage failover,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -82,7 +83,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -226,6 +227,12 @@ bench-ir:
 	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ir -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR)
+
+# Debian's autopkgtest (the tarball's debian/tests) on the package of each
+# major Debian ships, in its local Debian image; make test runs 15.
+AUTOPKGTEST_MAJORS ?= 15,17,18,19
+autopkgtest: docker images
+	$(GO) test -count=1 -v -timeout 30m -run TestAutopkgtest ./internal/deb -args -deb.autopkgtest=$(AUTOPKGTEST_MAJORS)
 
 # The proofs install a build signed with a key made for the tests (never
 # committed; kept in build/), so dnf runs with gpgcheck=1 and

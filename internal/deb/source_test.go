@@ -1,6 +1,8 @@
 package deb_test
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/deb"
 	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/model"
@@ -99,6 +102,65 @@ func TestSourcePackage(t *testing.T) {
 					t.Fatalf("autopkgtest's summary lacks installcheck PASS:\n%s", tailOf(log))
 				}
 			}
+		})
+	}
+}
+
+var autopkgtestMajors = flag.String("deb.autopkgtest", "", "TestAutopkgtest: the majors to run autopkgtest on, each in its Debian image (make autopkgtest: 15,17,18,19)")
+
+// TestAutopkgtest runs Debian's autopkgtest on the package of each major
+// that -deb.autopkgtest names, in that major's local Debian image (where
+// Debian ships the major: its own server package from the image's
+// repository), as a packager tests the build for that release: the
+// source tree with debian/control for that major (pg_buildext
+// updatecontrol), the deb that pglease-gen builds (TestBuildersAgree shows
+// it is dpkg-buildpackage's, member for member). make autopkgtest runs it;
+// make test runs 15 in TestSourcePackage.
+func TestAutopkgtest(t *testing.T) {
+	if *autopkgtestMajors == "" {
+		t.Skip("make autopkgtest runs it (-deb.autopkgtest=15,17,18,19)")
+	}
+	testenv.Tools(t, "pg_buildext", "autopkgtest", "docker")
+	testenv.Docker(t)
+	for _, f := range strings.Split(*autopkgtestMajors, ",") {
+		var m int
+		if _, err := fmt.Sscan(f, &m); err != nil {
+			t.Fatalf("-deb.autopkgtest: %q is not a major", f)
+		}
+		t.Run(fmt.Sprint(m), func(t *testing.T) {
+			dir := t.TempDir()
+			tree := unpackSource(t, dir)
+			update := exec.Command("pg_buildext", "updatecontrol")
+			update.Dir, update.Env = tree, append(cleanEnv(), fmt.Sprintf("PG_SUPPORTED_VERSIONS=%d", m))
+			if out, err := update.CombinedOutput(); err != nil {
+				t.Fatalf("pg_buildext updatecontrol: %v\n%s", err, out)
+			}
+			// a built tree: its binaries are given (autopkgtest reads debian/files)
+			if err := os.WriteFile(filepath.Join(tree, "debian", "files"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+				Majors: []int{m}, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo, Time: model.Packages.Released()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var debPath string
+			for _, name := range files.Names() {
+				if strings.HasSuffix(name, ".deb") && strings.Contains(filepath.Base(name), model.PgLease.DebPackage(m)+"_") {
+					debPath = filepath.Join(dir, filepath.Base(name))
+					if err := os.WriteFile(debPath, files[name], 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if debPath == "" {
+				t.Fatalf("the build wrote no %s", model.PgLease.DebPackage(m))
+			}
+			code, log := autopkgtest(t, dir, tree, debPath, images.Ref(images.DebianRepository, m, "amd64"))
+			if code != 0 || !regexp.MustCompile(`installcheck\s+PASS`).MatchString(log) || !strings.Contains(log, fmt.Sprintf("### End %d installcheck ###", m)) {
+				t.Fatalf("autopkgtest on %d exited %d:\n%s", m, code, tailOf(log))
+			}
+			t.Logf("PostgreSQL %d: autopkgtest installcheck PASS", m)
 		})
 	}
 }
