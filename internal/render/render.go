@@ -57,6 +57,9 @@ type Data struct {
 	Files       []string // the extension's files, sorted
 	Tests       map[string][]string
 	LicenseText string // the LICENSE file
+	// Major is the one major a file is rendered for (the spec in that
+	// major's source RPM); 0 for a file that serves every major
+	Major int
 }
 
 // Render renders one template with d, its Source set to the template.

@@ -87,14 +87,21 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			// the source RPM's spec names its major, so that it rebuilds alone
+			md := dd
+			md.Major = major
+			majorSpec, err := md.Render(o.Src, SpecTemplate)
+			if err != nil {
+				return nil, nil, err
+			}
 			var bin, src []byte
 			switch o.Builder {
 			case PureGo, "":
 				if bin, err = Pack(p); err == nil {
-					src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: spec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
+					src, err = PackSource(p, []Source{{Name: SpecFile(o.Ext), Body: majorSpec, Spec: true}, {Name: o.Ext.Tarball(), Body: tarball}})
 				}
 			case Rpmbuild:
-				bin, src, err = runRpmbuild(ctx, pkg, p, major, SpecFile(o.Ext), spec, o.Ext.Tarball(), tarball, o.Time)
+				bin, src, err = runRpmbuild(ctx, pkg, p, major, SpecFile(o.Ext), majorSpec, o.Ext.Tarball(), tarball, o.Time)
 			default:
 				err = fmt.Errorf("unknown builder %q: use %s or %s", o.Builder, PureGo, Rpmbuild)
 			}

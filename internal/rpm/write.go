@@ -56,6 +56,7 @@ const (
 	tagFileDevices    = 1095
 	tagFileINodes     = 1096
 	tagFileLangs      = 1097
+	tagBuildArchs     = 1089
 	tagSourcePackage  = 1106
 	tagProvideFlags   = 1112
 	tagProvideVersion = 1113
@@ -281,6 +282,9 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 	h.strs(tagRequireVersion, reqVers...)
 	if source {
 		h.str(tagArch, "noarch")
+		// the spec's BuildArch, which koji and mock read from a source
+		// RPM to choose where to rebuild it
+		h.strs(tagBuildArchs, p.arch())
 		h.strs(tagSource, sourceNames...)
 		h.int32s(tagSourcePackage, 1)
 	} else {
