@@ -34,6 +34,7 @@ const ImagesDir = "cnpg"
 type Options struct {
 	Ext    model.Extension
 	Pkg    model.Packaging
+	Images model.ImageVolumes // the CloudNativePG images; zero: model.CNPG
 	Src    fs.FS
 	Majors []int
 	// Distros are the distributions to build for; none: every one.
@@ -122,7 +123,11 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if err != nil {
 		return nil, nil, err
 	}
-	imgFiles, imgs, err := oci.Images(o.Ext, model.CNPG, ext, sources["LICENSE"], o.Majors, o.Time, ImagesDir)
+	img := o.Images
+	if img.Repository == "" {
+		img = model.CNPG
+	}
+	imgFiles, imgs, err := oci.Images(o.Ext, img, ext, sources["LICENSE"], o.Majors, o.Time, ImagesDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,7 +190,7 @@ func ParseRepoURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || u.RawQuery != "" || u.Fragment != "" ||
 		(u.Scheme != "file" && u.Host == "") {
-		return "", fmt.Errorf("--repo-url %q is not an absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s)
+		return "", fmt.Errorf("repository URL %q (--repo-url, repo_url) is not an absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s)
 	}
 	return strings.TrimRight(s, "/"), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/config"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/sign"
@@ -23,6 +24,8 @@ type buildCmd struct {
 	out, pg, distro, suffix, builder string
 	signKey, repoURL                 string
 	json, allowUnsigned              bool
+	config                           string
+	set                              config.Settings // the packager's settings given as flags
 }
 
 func newBuild() *cobra.Command {
@@ -49,7 +52,12 @@ func newBuild() *cobra.Command {
 			"InRelease), and writes the public key as " + model.PgLease.RPMKeyFile() + ". --repo-url URL\n" +
 			"(where the output will be published) writes " + model.PgLease.RepoFile() + " (one file for\n" +
 			"every EL release: $releasever) and " + model.PgLease.SourcesFileFor("CODENAME") + " per codename\n" +
-			"for hosts, checking signatures when the build is signed.",
+			"for hosts, checking signatures when the build is signed.\n\n" +
+			"A packager's settings (release, vendor tag, maintainer, homepage, source\n" +
+			"URL, repository URL, image repository) come from flags, over a YAML file:\n" +
+			"--config FILE, or " + config.DefaultFile + " in the working directory when it exists.\n" +
+			"Every key is checked and an unknown one is an error. A minimal file:\n\n" +
+			indent(config.Example, "  "),
 		Example: "  pglease-gen build\n" +
 			"  pglease-gen build --pg 16,17 --release-suffix PGDG --builder rpmbuild --out /tmp/dist\n" +
 			"  pglease-gen build --distro el9,bookworm\n" +
@@ -62,7 +70,15 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.out, "out", "dist", "directory to write into")
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
 	f.StringVar(&c.distro, "distro", "all", "distributions to package for: all, or some of "+model.DistroNames())
-	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix: "+strings.Join(model.Packages.Suffixes, " or "))
+	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix (the vendor tag): "+strings.Join(model.Packages.Suffixes, ", ")+" (PGDG: its own version form), or another tag of letters and digits")
+	f.StringVar(&c.config, "config", "", "packager settings file (YAML; default: "+config.DefaultFile+" when it exists)")
+	f.IntVar(&c.set.Release, "release", 0, "release number of a rebuild (with --release-date and --release-note); default: the changelog's")
+	f.StringVar(&c.set.ReleaseDate, "release-date", "", "the rebuild's changelog date: YYYY-MM-DD or YYYY-MM-DD HH:MM (UTC)")
+	f.StringVar(&c.set.ReleaseNote, "release-note", "", "the rebuild's changelog line")
+	f.StringVar(&c.set.Maintainer, "maintainer", "", "packager, as \"Name <user@example.org>\"; default: "+model.Packages.Maintainer)
+	f.StringVar(&c.set.Homepage, "homepage", "", "project URL in the packages; default: "+model.Packages.URL)
+	f.StringVar(&c.set.SourceURL, "source-url", "", "URL of the directory holding the source tarball (the spec's Source0); default: "+model.Packages.SourceDir("VERSION"))
+	f.StringVar(&c.set.ImageRepository, "image-repository", "", "repository of the CloudNativePG images; default: "+model.CNPG.Repository)
 	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
 	f.StringVar(&c.signKey, "sign-key", "", "armored OpenPGP private key to sign with (passphrase in $"+sign.PassphraseEnv+"); default: unsigned")
 	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFileFor("CODENAME"))
@@ -72,6 +88,10 @@ func newBuild() *cobra.Command {
 }
 
 func (c *buildCmd) run(cmd *cobra.Command) error {
+	applied, from, err := c.settings(cmd)
+	if err != nil {
+		return err
+	}
 	majors, err := model.PgLease.ParseMajors(c.pg)
 	if err != nil {
 		return err
@@ -80,19 +100,17 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	suffix, err := model.Packages.ParseSuffix(c.suffix)
-	if err != nil {
-		return err
-	}
+	suffix, pkg := applied.Suffix, applied.Pkg
+	c.repoURL = applied.RepoURL
 	builders, err := build.ParseBuilders(c.builder)
 	if err != nil {
 		return err
 	}
-	when, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
+	when, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"), pkg)
 	if err != nil {
 		return err
 	}
-	if _, err := build.ParseRepoURL(c.repoURL); err != nil {
+	if c.repoURL, err = build.ParseRepoURL(c.repoURL); err != nil {
 		return err
 	}
 	if err := build.CheckOut(c.out); err != nil {
@@ -119,8 +137,11 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	step := func(format string, args ...any) {
 		fmt.Fprintf(progress, "[%5.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	if from != "" {
+		step("packager settings from %s", from)
+	}
 	files, arts, err := build.Build(cmd.Context(), build.Options{
-		Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files, Majors: majors, Distros: distros,
+		Ext: model.PgLease, Pkg: pkg, Images: applied.Images, Src: pglease.Files, Majors: majors, Distros: distros,
 		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
 	})
 	if err != nil {
@@ -145,7 +166,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
 			"name": model.PgLease.Name, "version": model.PgLease.Version(), "release_suffix": suffix,
-			"builder": c.builder, "source_date_epoch": when.Unix(), "out": c.out, "artifacts": arts,
+			"release": pkg.Release, "builder": c.builder, "source_date_epoch": when.Unix(), "out": c.out, "artifacts": arts,
 			"signed_by": signedBy,
 		})
 	}
@@ -182,11 +203,48 @@ func nextSteps(out, repoURL string, signed bool) []string {
 	return lines
 }
 
+// settings reads the packager's settings: the file (--config, or the
+// default file when it exists), then the flags given over it, applied to
+// the model; from names the file read, if any.
+func (c *buildCmd) settings(cmd *cobra.Command) (config.Applied, string, error) {
+	var file config.Settings
+	from := c.config
+	if from == "" {
+		if _, err := os.Stat(config.DefaultFile); err == nil {
+			from = config.DefaultFile
+		}
+	}
+	if from != "" {
+		var err error
+		if file, err = config.Read(from); err != nil {
+			return config.Applied{}, "", fmt.Errorf("--config: %w", err)
+		}
+	}
+	flags := c.set
+	flags.Vendor, flags.RepoURL = "", ""
+	if cmd.Flags().Changed("release-suffix") {
+		flags.Vendor = c.suffix
+	}
+	if cmd.Flags().Changed("repo-url") {
+		flags.RepoURL = c.repoURL
+	}
+	a, err := config.Apply(file.Over(flags), model.PgLease, model.Packages, model.CNPG)
+	return a, from, err
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // sourceDateEpoch parses SOURCE_DATE_EPOCH; unset means the newest
-// changelog date, so that builds are reproducible by default.
-func sourceDateEpoch(s string) (time.Time, error) {
+// changelog date of pkg, so that builds are reproducible by default.
+func sourceDateEpoch(s string, pkg model.Packaging) (time.Time, error) {
 	if s == "" {
-		return model.Packages.Released(), nil
+		return pkg.Released(), nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt32 {

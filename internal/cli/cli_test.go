@@ -265,7 +265,10 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 		{[]string{"--sign-key", filepath.Join(keys, "none.asc")}, "", "no such file"},
 		{[]string{"--repo-url", "packages.example.org/pg_lease"}, "", "is not an absolute http(s) or file URL"},
 		{[]string{"--repo-url", "https://packages.example.org/pg_lease"}, "", "with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned"},
-		{[]string{"--release-suffix", "FEDORA"}, "", `unknown release suffix "FEDORA": use one of PGSTY, PIGSTY, PGDG`},
+		{[]string{"--release-suffix", "FE-DORA"}, "", `vendor "FE-DORA": a letter then up to 15 letters or digits`},
+		{[]string{"--maintainer", "nobody"}, "", `maintainer "nobody": a name and an address`},
+		{[]string{"--release", "2"}, "", "release 2 needs release_date"},
+		{[]string{"--config", filepath.Join(keys, "none.yaml")}, "", "--config: open"},
 		{[]string{"--pg", "13"}, "", `unsupported PostgreSQL major "13"`},
 		{[]string{"--builder", "fpm"}, "", `unknown --builder "fpm"`},
 		{nil, "yesterday", `SOURCE_DATE_EPOCH="yesterday" is not a number of seconds`},
@@ -294,6 +297,65 @@ func TestBuildBadInputChangesNothing(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(foreign, "thesis.tex")); string(b) != "mine" {
 		t.Error("build touched a foreign directory")
+	}
+}
+
+// TestBuildWithSettings builds with a packager's settings file and a flag
+// over it: every value reaches the packages, and a file with an unknown
+// key is refused before anything is written.
+func TestBuildWithSettings(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "acme.yaml")
+	os.WriteFile(cfg, []byte(`vendor: ACME
+maintainer: ACME packaging <packages@acme.example>
+homepage: https://acme.example/pg_lease
+source_url: https://downloads.acme.example/pg_lease/
+image_repository: registry.acme.example/db/pg_lease
+release: 2
+release_date: 2099-01-02
+release_note: Rebuilt with ACME's vendor tag
+`), 0o644)
+	out := filepath.Join(dir, "dist")
+	code, stdout, errs := run(t, "build", "--out", out, "--config", cfg, "--maintainer", "ACME builds <builds@acme.example>",
+		"--distro", "el9,bookworm", "--pg", "18", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "packager settings from "+cfg) {
+		t.Errorf("the build does not say where its settings come from:\n%s", errs)
+	}
+	for _, f := range []string{"SRPMS/pg_lease_18-0.4.0-2ACME.el9.src.rpm", "el9.x86_64/pg_lease_18-0.4.0-2ACME.el9.noarch.rpm",
+		"apt/pool/main/p/pg-lease/postgresql-18-pg-lease_0.4.0-2ACME~bookworm_all.deb"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	spec, _ := os.ReadFile(filepath.Join(out, "pg_lease.spec"))
+	for _, want := range []string{"URL:            https://acme.example/pg_lease\n",
+		"Source0:        https://downloads.acme.example/pg_lease/%{sname}-%{version}.tar.gz\n",
+		"Release:        2ACME%{?dist}\n", "* Fri Jan 02 2099 ACME builds <builds@acme.example> - 0.4.0-2ACME\n- Rebuilt with ACME's vendor tag\n"} {
+		if !strings.Contains(string(spec), want) {
+			t.Errorf("the spec lacks %q:\n%s", want, spec)
+		}
+	}
+	if !strings.Contains(stdout, `"release": 2`) || !strings.Contains(stdout, `"release_suffix": "ACME"`) {
+		t.Errorf("--json: %s", stdout)
+	}
+	archives, _ := filepath.Glob(filepath.Join(out, "cnpg", "*.amd64.docker.tar"))
+	if len(archives) != 1 {
+		t.Fatalf("image archives %v", archives)
+	}
+	archive, _ := os.ReadFile(archives[0])
+	if !bytes.Contains(archive, []byte(`"registry.acme.example/db/pg_lease:`)) {
+		t.Errorf("the image archive's tags do not name the repository")
+	}
+	os.WriteFile(cfg, []byte("vendor: ACME\nrelese: 2\n"), 0o644)
+	fresh := filepath.Join(dir, "fresh")
+	if code, outs, errs := run(t, "build", "--out", fresh, "--config", cfg); code != ExitUsage || !strings.Contains(errs, `line 2: unknown key "relese"`) || outs != "" {
+		t.Errorf("an unknown key: exit %d, %q, %q", code, errs, outs)
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Error("a refused build wrote its output directory")
 	}
 }
 

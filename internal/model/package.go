@@ -23,6 +23,10 @@ type Packaging struct {
 	Description string
 	// URL is the project's home.
 	URL string
+	// SourceURL is the directory the source tarball is published in (the
+	// spec's Source0 is there); empty: the project's release download of
+	// the version, URL/releases/download/vVERSION.
+	SourceURL string
 	// Maintainer is the packager, "Name <email>".
 	Maintainer string
 	// Copyright is the DEP-5 copyright line of the Debian packages.
@@ -113,6 +117,15 @@ func (p Packaging) ParseSuffix(s string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("unknown release suffix %q: use one of %s", s, strings.Join(p.Suffixes, ", "))
+}
+
+// SourceDir is the URL of the directory holding the tarball of version
+// v (SourceURL, or the project's release download of v).
+func (p Packaging) SourceDir(v string) string {
+	if p.SourceURL != "" {
+		return p.SourceURL
+	}
+	return p.URL + "/releases/download/v" + v
 }
 
 // ReleaseTag is the full release, e.g. 1PGSTY.el9.

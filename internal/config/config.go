@@ -1,0 +1,264 @@
+// Package config reads a packager's settings for build: the release
+// number, the vendor tag, the maintainer, the URLs and the image
+// repository, from a small YAML file (pglease-gen.yaml, or --config) and
+// from flags, each checked, and applies them to the model's packaging.
+// The model keeps the defaults; nothing here is a second source of them.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+// DefaultFile is the file build reads from the working directory when
+// --config is not given and the file exists.
+const DefaultFile = "pglease-gen.yaml"
+
+// Example is a minimal file, as the README and build --help show it.
+const Example = `# pglease-gen.yaml: a packager's settings (every key is optional)
+vendor: ACME                      # the release suffix: 1ACME.el9, 0.4.0-1ACME~bookworm
+maintainer: ACME packaging <packages@acme.example>
+repo_url: https://packages.acme.example/pg_lease   # writes the host files: sign with --sign-key
+image_repository: registry.acme.example/pg_lease
+# release: 2                      # a rebuild: needs release_date and release_note
+# release_date: 2026-12-05        #   the new changelog entry's date (after the newest)
+# release_note: Rebuilt for ACME  #   its one line
+# homepage: https://github.com/pglease/pg_lease
+# source_url: https://downloads.acme.example/pg_lease  # the directory holding the tarball
+`
+
+// Settings are what a packager may set. The zero value of a field means
+// "the model's default".
+type Settings struct {
+	Release         int    `yaml:"release"`
+	ReleaseDate     string `yaml:"release_date"`
+	ReleaseNote     string `yaml:"release_note"`
+	Vendor          string `yaml:"vendor"`
+	Maintainer      string `yaml:"maintainer"`
+	Homepage        string `yaml:"homepage"`
+	SourceURL       string `yaml:"source_url"`
+	RepoURL         string `yaml:"repo_url"`
+	ImageRepository string `yaml:"image_repository"`
+}
+
+// Keys are the file's keys, in the order the docs give them.
+var Keys = []string{"release", "release_date", "release_note", "vendor", "maintainer", "homepage", "source_url", "repo_url", "image_repository"}
+
+// Read reads a settings file. Every key must be one of Keys, given once,
+// with a scalar value; the values are checked by Apply.
+func Read(path string) (Settings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Settings{}, err
+	}
+	return Parse(path, b)
+}
+
+// Parse reads a settings file's bytes; name is for the errors.
+func Parse(name string, b []byte) (Settings, error) {
+	var s Settings
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(doc.Content) == 0 {
+		return s, nil // empty: every default
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return s, fmt.Errorf("%s: line %d: expected keys and values (key: value), not a %s", name, m.Line, kindName(m.Kind))
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if !slices.Contains(Keys, k.Value) {
+			return s, fmt.Errorf("%s: line %d: unknown key %q: the keys are %s", name, k.Line, k.Value, strings.Join(Keys, ", "))
+		}
+		if seen[k.Value] {
+			return s, fmt.Errorf("%s: line %d: %s is given twice", name, k.Line, k.Value)
+		}
+		seen[k.Value] = true
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+			return s, fmt.Errorf("%s: line %d: %s needs one value", name, v.Line, k.Value)
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return s, fmt.Errorf("%s: %s (release is a whole number; the other values are text)", name, strings.Join(te.Errors, "; "))
+		}
+		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "single value"
+	}
+	return "document of another kind"
+}
+
+// Over returns s with each field that o sets replacing s's: flags over
+// the file.
+func (s Settings) Over(o Settings) Settings {
+	pick := func(a, b string) string {
+		if b != "" {
+			return b
+		}
+		return a
+	}
+	if o.Release != 0 {
+		s.Release = o.Release
+	}
+	s.ReleaseDate = pick(s.ReleaseDate, o.ReleaseDate)
+	s.ReleaseNote = pick(s.ReleaseNote, o.ReleaseNote)
+	s.Vendor = pick(s.Vendor, o.Vendor)
+	s.Maintainer = pick(s.Maintainer, o.Maintainer)
+	s.Homepage = pick(s.Homepage, o.Homepage)
+	s.SourceURL = pick(s.SourceURL, o.SourceURL)
+	s.RepoURL = pick(s.RepoURL, o.RepoURL)
+	s.ImageRepository = pick(s.ImageRepository, o.ImageRepository)
+	return s
+}
+
+// Applied is the packaging a build uses once the settings are applied.
+type Applied struct {
+	Pkg     model.Packaging
+	Images  model.ImageVolumes
+	Suffix  string // the vendor tag
+	RepoURL string // as given: build.ParseRepoURL checks it
+}
+
+var (
+	vendorRE     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}$`)
+	maintainerRE = regexp.MustCompile(`^[^<>@\n]*[^<>@\s] <[^<>@\s]+@[^<>@\s]+\.[^<>@\s]+>$`)
+	// a registry host (with a port) and a path, as image references
+	// spell them: lowercase, digits and . _ -
+	imageRE = regexp.MustCompile(`^[a-z0-9]+([.-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$`)
+)
+
+// Apply checks s and applies it to the model's packaging pkg and image
+// description img for extension ext. Every error names the setting and
+// says what it takes.
+func Apply(s Settings, ext model.Extension, pkg model.Packaging, img model.ImageVolumes) (Applied, error) {
+	a := Applied{Pkg: pkg, Images: img, Suffix: pkg.Suffixes[0]}
+	// Packaging's slices are shared with the model: copy what changes
+	a.Pkg.Changelog = slices.Clone(pkg.Changelog)
+	if s.Vendor != "" {
+		if !vendorRE.MatchString(s.Vendor) {
+			return a, fmt.Errorf("vendor %q: a letter then up to 15 letters or digits (it goes into RPM releases and Debian versions), for example PGSTY", s.Vendor)
+		}
+		a.Suffix = s.Vendor
+		if known, err := pkg.ParseSuffix(s.Vendor); err == nil {
+			a.Suffix = known // PGDG in any case is PGDG's own form
+		}
+	}
+	if s.Maintainer != "" {
+		if !maintainerRE.MatchString(s.Maintainer) {
+			return a, fmt.Errorf("maintainer %q: a name and an address, as \"Name <user@example.org>\"", s.Maintainer)
+		}
+		a.Pkg.Maintainer = s.Maintainer
+	}
+	if s.Homepage != "" {
+		u, err := webURL("homepage", s.Homepage)
+		if err != nil {
+			return a, err
+		}
+		a.Pkg.URL = u
+	}
+	if s.SourceURL != "" {
+		u, err := webURL("source_url", s.SourceURL)
+		if err != nil {
+			return a, err
+		}
+		a.Pkg.SourceURL = u
+	}
+	a.RepoURL = s.RepoURL // checked by build.ParseRepoURL, as --repo-url is
+	if s.ImageRepository != "" {
+		if !imageRE.MatchString(s.ImageRepository) {
+			return a, fmt.Errorf("image_repository %q: a registry and a path in lowercase, without a tag, for example ghcr.io/acme/pg_lease", s.ImageRepository)
+		}
+		a.Images.Repository = s.ImageRepository
+	}
+	if err := applyRelease(s, ext, &a.Pkg); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// applyRelease makes release s.Release of the newest version: the
+// packaging's release and a changelog entry of its own (RPM and Debian
+// both record a rebuild there).
+func applyRelease(s Settings, ext model.Extension, pkg *model.Packaging) error {
+	if s.Release == 0 {
+		if s.ReleaseDate != "" || s.ReleaseNote != "" {
+			return errors.New("release_date and release_note go with release: set release to the new release number")
+		}
+		return nil
+	}
+	newest := pkg.Changelog[0]
+	switch {
+	case s.Release < 1 || s.Release > 999:
+		return fmt.Errorf("release %d: a whole number from 1 to 999", s.Release)
+	case newest.Version == ext.Version() && s.Release < newest.Release:
+		return fmt.Errorf("release %d: %s is already at release %d; a release only goes up", s.Release, ext.Version(), newest.Release)
+	case newest.Version == ext.Version() && s.Release == newest.Release:
+		if s.ReleaseDate != "" || s.ReleaseNote != "" {
+			return fmt.Errorf("release %d is the packaged release: release_date and release_note are for a new one", s.Release)
+		}
+		return nil
+	}
+	if s.ReleaseDate == "" || s.ReleaseNote == "" {
+		return fmt.Errorf("release %d needs release_date (YYYY-MM-DD, or YYYY-MM-DD HH:MM) and release_note (one line): the changelogs record every release", s.Release)
+	}
+	c := model.Change{Date: s.ReleaseDate, Version: ext.Version(), Release: s.Release, Lines: []string{s.ReleaseNote}}
+	when, err := changeTime(s.ReleaseDate)
+	if err != nil {
+		return err
+	}
+	if !when.After(newest.Time()) {
+		return fmt.Errorf("release_date %s: it must be after the newest changelog entry (%s)", s.ReleaseDate, newest.Date)
+	}
+	if strings.ContainsAny(s.ReleaseNote, "\n\r") || len(s.ReleaseNote) > 200 || strings.TrimSpace(s.ReleaseNote) != s.ReleaseNote {
+		return fmt.Errorf("release_note: one line of at most 200 characters, without leading or trailing space")
+	}
+	pkg.Release = s.Release
+	pkg.Changelog = append([]model.Change{c}, pkg.Changelog...)
+	return nil
+}
+
+func changeTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.DateOnly, "2006-01-02 15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("release_date %q: YYYY-MM-DD, or YYYY-MM-DD HH:MM in UTC", s)
+}
+
+// webURL checks an http(s) URL with a host and no query or fragment, and
+// drops a trailing slash.
+func webURL(key, s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%s %q: an http or https URL with a host and no query, for example https://packages.example.org/pg_lease", key, s)
+	}
+	return strings.TrimSuffix(s, "/"), nil
+}

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pglease/pglease-gen/internal/model"
+)
+
+func TestExampleParsesAndApplies(t *testing.T) {
+	s, err := Parse("example", []byte(Example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Apply(s, model.PgLease, model.Packages, model.CNPG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Suffix != "ACME" || a.Pkg.Maintainer != "ACME packaging <packages@acme.example>" ||
+		a.RepoURL != "https://packages.acme.example/pg_lease" || a.Images.Repository != "registry.acme.example/pg_lease" {
+		t.Errorf("applied %+v", a)
+	}
+	if a.Pkg.Release != model.Packages.Release || len(a.Pkg.Changelog) != len(model.Packages.Changelog) {
+		t.Errorf("the example changed the release: %d, %d entries", a.Pkg.Release, len(a.Pkg.Changelog))
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"vendor: ACME\nvendr: X\n", `line 2: unknown key "vendr": the keys are release, release_date`},
+		{"vendor: ACME\nvendor: X\n", "line 2: vendor is given twice"},
+		{"maintainer:\n  - a\n", "line 2: maintainer needs one value"},
+		{"homepage:\n", "line 1: homepage needs one value"},
+		{"release: two\n", "release is a whole number"},
+		{"- vendor: ACME\n", "line 1: expected keys and values (key: value), not a list"},
+		{"vendor: [\n", "example: yaml:"},
+	} {
+		_, err := Parse("example", []byte(tc.file))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want %q", tc.file, err, tc.want)
+		}
+	}
+	if s, err := Parse("empty", nil); err != nil || s != (Settings{}) {
+		t.Errorf("an empty file: %+v, %v", s, err)
+	}
+}
+
+func TestApplyChecksEveryValue(t *testing.T) {
+	newest := model.Packages.Changelog[0]
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{Vendor: "AC-ME"}, `vendor "AC-ME": a letter then up to 15 letters or digits`},
+		{Settings{Vendor: "1ACME"}, `vendor "1ACME"`},
+		{Settings{Maintainer: "ACME"}, `maintainer "ACME": a name and an address`},
+		{Settings{Maintainer: "ACME <acme>"}, `maintainer "ACME <acme>"`},
+		{Settings{Homepage: "github.com/acme"}, `homepage "github.com/acme": an http or https URL`},
+		{Settings{SourceURL: "ftp://acme.example/x"}, `source_url "ftp://acme.example/x"`},
+		{Settings{ImageRepository: "Registry.example/pg_lease"}, `image_repository "Registry.example/pg_lease": a registry and a path in lowercase`},
+		{Settings{ImageRepository: "registry.example/pg_lease:1"}, `image_repository`},
+		{Settings{Release: 2}, "release 2 needs release_date"},
+		{Settings{Release: 2, ReleaseDate: newest.Date, ReleaseNote: "x"}, "it must be after the newest changelog entry"},
+		{Settings{Release: 2, ReleaseDate: "2099-13-01", ReleaseNote: "x"}, `release_date "2099-13-01": YYYY-MM-DD`},
+		{Settings{Release: 2, ReleaseDate: "2099-01-01", ReleaseNote: "two\nlines"}, "release_note: one line"},
+		{Settings{Release: 1000}, "release 1000: a whole number from 1 to 999"},
+		{Settings{Release: -1}, "release -1"},
+		{Settings{ReleaseNote: "x"}, "release_date and release_note go with release"},
+		{Settings{Release: newest.Release, ReleaseNote: "x"}, "is the packaged release"},
+	} {
+		_, err := Apply(tc.s, model.PgLease, model.Packages, model.CNPG)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+func TestRelease(t *testing.T) {
+	before := len(model.Packages.Changelog)
+	a, err := Apply(Settings{Release: 2, ReleaseDate: "2099-01-02", ReleaseNote: "Rebuilt for ACME", Vendor: "pgdg"}, model.PgLease, model.Packages, model.CNPG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Pkg.Changelog[0]
+	if a.Pkg.Release != 2 || c.Release != 2 || c.Version != model.PgLease.Version() || c.Lines[0] != "Rebuilt for ACME" || a.Suffix != "PGDG" {
+		t.Errorf("release applied as %d, newest entry %+v, suffix %s", a.Pkg.Release, c, a.Suffix)
+	}
+	if len(model.Packages.Changelog) != before || model.Packages.Release != 1 {
+		t.Error("Apply changed the model")
+	}
+	if !a.Pkg.Released().Equal(c.Time()) {
+		t.Error("the newest entry is not the release date")
+	}
+}
+
+func TestOver(t *testing.T) {
+	file := Settings{Vendor: "ACME", Maintainer: "A <a@a.example>", Release: 2}
+	got := file.Over(Settings{Vendor: "BETA"})
+	if got.Vendor != "BETA" || got.Maintainer != "A <a@a.example>" || got.Release != 2 {
+		t.Errorf("%+v", got)
+	}
+}
+
+// TestReadmeShowsTheExample: the README's file is Example, byte for byte.
+func TestReadmeShowsTheExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "```yaml\n"+Example+"```\n") {
+		t.Error("README.md does not show config.Example as it is: copy it from internal/config/config.go")
+	}
+}
