@@ -34,7 +34,12 @@ type Distro struct {
 
 // Distros are the distributions pglease-gen builds for, Pigsty's: EL8-10,
 // Debian 12 and 13, Ubuntu 22.04, 24.04 and 26.04. EL8 stops at
-// PostgreSQL 18, as the catalogues packagers follow do.
+// PostgreSQL 18: PGDG publishes no PostgreSQL 19 server for EL8, so a
+// pg_lease_19 there could not be installed. Pigsty's pig (its
+// cli/repo/assets/repo.yml, checked 2026-12) lists PGDG's 19 testing
+// repository for EL 8, 9 and 10 alike, but on EL8 that repository holds
+// no postgresql19-server, and Pigsty's extension catalogue lists 19 on no
+// release yet (docs/packaging.md, Distributions).
 var Distros = []Distro{
 	{Name: "el8", Format: RPM, OS: "EL", Version: "8", Majors: []int{14, 15, 16, 17, 18}},
 	{Name: "el9", Format: RPM, OS: "EL", Version: "9"},
