@@ -54,6 +54,7 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.0 // indirect
 	github.com/opencontainers/runc v1.2.3 // indirect
+	github.com/pglease/pglease-gen/lease v0.0.0-00010101000000-000000000000
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/rhysd/actionlint v1.7.12 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
@@ -75,3 +76,5 @@ require (
 )
 
 tool github.com/rhysd/actionlint/cmd/actionlint
+
+replace github.com/pglease/pglease-gen/lease => ./lease

@@ -40,6 +40,7 @@ fi
 command -v go >/dev/null || { echo "deps: go is not on PATH (expected /usr/local/go/bin)" >&2; exit 1; }
 go mod download
 (cd bench && go mod download)
+(cd lease && go mod download)
 # the benchmark starts its own Redis and the tests their own PgBouncer; the
 # packages' services are not wanted
 for svc in redis-server pgbouncer; do

@@ -1,0 +1,300 @@
+// Package clienttest proves the Go client (module lease) against a real
+// PostgreSQL with pg_lease: keep-alive, the lost-lease signal, hand-off by
+// notification, unknown outcomes settled, fencing with Guard.
+package clienttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/testenv"
+	"github.com/pglease/pglease-gen/lease"
+)
+
+// server starts PostgreSQL with pg_lease created in database postgres.
+func server(t *testing.T) *pgserver.Server {
+	t.Helper()
+	testenv.Server(t)
+	ctx := context.Background()
+	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE EXTENSION pg_lease"); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// logs is a logger whose records a test can read.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.Write(p) }
+func (l *logs) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+
+func client(t *testing.T, srv *pgserver.Server, cfg lease.Config) (*lease.Client, *logs) {
+	t.Helper()
+	lg := &logs{}
+	cfg.Logger = slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := lease.New(srv.DSN("postgres"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, lg
+}
+
+type row struct {
+	held  bool
+	owner *string
+	epoch *int64
+}
+
+func inspect(t *testing.T, srv *pgserver.Server, name string) row {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var r row
+	if err := conn.QueryRow(ctx, "SELECT held, owner, epoch FROM lease.inspect($1)", name).Scan(&r.held, &r.owner, &r.epoch); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
+	t.Helper()
+	if err := pgserver.Exec(context.Background(), srv.DSN("postgres"), sqls...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeepAliveAndRelease: a lease with a 1 s TTL is still held, under
+// its epoch, 2.5 s later; Release ends it everywhere, and again is a no-op.
+func TestKeepAliveAndRelease(t *testing.T) {
+	srv := server(t)
+	c, _ := client(t, srv, lease.Config{TTL: time.Second})
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := l.Err(); err != nil {
+		t.Fatalf("lost after 2.5 s of a 1 s TTL: %v", err)
+	}
+	if r := inspect(t, srv, "job"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
+		t.Fatalf("inspect: held %v by %v at %v; the lease is %s at %d", r.held, *r.owner, *r.epoch, l.Owner, l.Epoch)
+	}
+	if _, err := c.TryAcquire(ctx, "job"); !errors.Is(err, lease.ErrNotAcquired) {
+		t.Fatalf("TryAcquire of a held name: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	if !errors.Is(l.Err(), lease.ErrReleased) || !errors.Is(context.Cause(l.Context()), lease.ErrReleased) {
+		t.Errorf("Err %v, cause %v", l.Err(), context.Cause(l.Context()))
+	}
+	if r := inspect(t, srv, "job"); r.held {
+		t.Error("still held on the server after Release")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("a second Release: %v", err)
+	}
+	l2, err := c.TryAcquire(ctx, "job")
+	if err != nil || l2.Epoch <= l.Epoch {
+		t.Fatalf("the next holder: %v, epoch %d after %d", err, l2.Epoch, l.Epoch)
+	}
+	l2.Release(ctx)
+}
+
+// TestHandOff: a waiter whose polling is 10 s apart gets the name
+// within milliseconds of its release by a client of this package (the
+// notification), and does not when the release comes from plain SQL
+// without one (so the notification is what made it fast).
+func TestHandOff(t *testing.T) {
+	srv := server(t)
+	ctx := context.Background()
+	holder, _ := client(t, srv, lease.Config{TTL: 30 * time.Second})
+	waiter, _ := client(t, srv, lease.Config{TTL: 30 * time.Second, PollMin: 10 * time.Second, PollMax: 10 * time.Second})
+	for _, notify := range []bool{true, false} {
+		l, err := holder.Acquire(ctx, "handoff")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *lease.Lease, 1)
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			w, err := waiter.Acquire(wctx, "handoff")
+			if err != nil {
+				w = nil
+			}
+			got <- w
+		}()
+		time.Sleep(500 * time.Millisecond) // the waiter tried once and waits
+		released := time.Now()
+		if notify {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			exec(t, srv, "SELECT lease.release('handoff', '"+l.Owner+"', "+itoa(l.Epoch)+")")
+			l.Release(ctx) // already released: only stops the keep-alive
+		}
+		select {
+		case w := <-got:
+			took := time.Since(released)
+			if !notify {
+				t.Fatalf("without a notification the waiter still got the name in %v: the test cannot tell", took)
+			}
+			if w == nil || w.Epoch <= l.Epoch {
+				t.Fatalf("the waiter's lease %v", w)
+			}
+			t.Logf("hand-off by notification: %v", took)
+			w.Release(ctx)
+		case <-time.After(1500 * time.Millisecond):
+			if notify {
+				t.Fatal("the waiter did not get the released name within 1.5 s")
+			}
+		}
+		cancel()
+		if w := <-got; w != nil {
+			w.Release(ctx)
+		}
+	}
+}
+
+// TestLostWhenTakenOver: when the server gives the name to another owner,
+// the next renewal ends the lease at once with not_owner; Run's function
+// sees its context end with that cause, and Guard refuses.
+func TestLostWhenTakenOver(t *testing.T) {
+	srv := server(t)
+	c, _ := client(t, srv, lease.Config{TTL: 3 * time.Second})
+	ctx := context.Background()
+	err := c.Run(ctx, "taken", func(ctx context.Context, l *lease.Lease) error {
+		conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.Guard(ctx, tx); err != nil {
+			return err
+		}
+		tx.Rollback(ctx)
+		start := time.Now()
+		exec(t, srv, "UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1 WHERE name = 'taken'")
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the lease did not end within 5 s of the takeover")
+		}
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("the loss took %v: more than a renewal interval (1 s) and a bit", took)
+		}
+		var lost *lease.LostError
+		if !errors.As(context.Cause(ctx), &lost) || lost.Reason != "not_owner" {
+			t.Errorf("cause %v", context.Cause(ctx))
+		}
+		tx, err = conn.Begin(context.Background())
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background())
+		if err := l.Guard(context.Background(), tx); !errors.As(err, &lost) {
+			t.Errorf("Guard after the takeover: %v", err)
+		}
+		return nil
+	})
+	var lost *lease.LostError
+	if !errors.As(err, &lost) {
+		t.Errorf("Run returned %v; want the loss", err)
+	}
+}
+
+// TestDeadlineWithoutServer: with the server gone no renewal succeeds,
+// and the lease ends at its local deadline (the last renewal's send time +
+// TTL - Margin), not later.
+func TestDeadlineWithoutServer(t *testing.T) {
+	srv := server(t)
+	c, _ := client(t, srv, lease.Config{TTL: 2 * time.Second, Margin: 300 * time.Millisecond})
+	l, err := c.Acquire(context.Background(), "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond) // a renewal or two
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Restart(context.Background()) })
+	deadline := l.Deadline()
+	select {
+	case <-l.Done():
+	case <-time.After(4 * time.Second):
+		t.Fatal("the lease did not end within 4 s of the server's shutdown")
+	}
+	late := time.Since(deadline)
+	if late > 100*time.Millisecond {
+		t.Errorf("the lease ended %v after its local deadline", late)
+	}
+	var lost *lease.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != "deadline" {
+		t.Errorf("Err %v", l.Err())
+	}
+	t.Logf("ended %v after the deadline: %v", late, l.Err())
+}
+
+// TestCancelledWaitSettled: with a synchronous standby that never
+// answers, an acquire's commit waits until the call times out; the client
+// cancels it, the server returns the grant with the cancelled-wait
+// warning, and the client settles it with lease.inspect (its log says so)
+// before it hands out the epoch, which inspect shows it holds.
+func TestCancelledWaitSettled(t *testing.T) {
+	srv := server(t)
+	exec(t, srv, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'", "SELECT pg_reload_conf()")
+	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: 300 * time.Millisecond})
+	l, err := c.TryAcquire(context.Background(), "sync")
+	if err != nil {
+		t.Fatalf("TryAcquire: %v\n%s", err, lg)
+	}
+	if !strings.Contains(lg.String(), "an acquire with an unknown outcome was granted") {
+		t.Errorf("the grant was not settled by inspect:\n%s", lg)
+	}
+	if r := inspect(t, srv, "sync"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
+		t.Errorf("inspect: %v %v %v; the lease %s %d", r.held, *r.owner, *r.epoch, l.Owner, l.Epoch)
+	}
+	exec(t, srv, "ALTER SYSTEM RESET synchronous_standby_names", "SELECT pg_reload_conf()")
+	if err := l.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

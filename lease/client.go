@@ -1,0 +1,361 @@
+// Package lease is a Go client for pg_lease, the PostgreSQL extension that
+// gives expiring ownership of named resources with fencing epochs.
+//
+// A Client holds leases for one process: Acquire waits for a name (woken
+// at once when a holder using this package releases it, at the lease's
+// expiry otherwise, polling with jitter in between), and the Lease it
+// returns renews itself in the background until it is released or lost.
+// Its Context ends when the lease is lost, at the latest at a local
+// deadline taken from the monotonic clock: the moment the last successful
+// grant or renewal was sent, plus the TTL, minus Config.Margin. The
+// server's expiry is never compared with the local clock.
+//
+// Every call runs autocommitted on the client's own connections, never in
+// the caller's transaction. A call whose outcome is unknown (the
+// connection lost or the call timed out while it ran, or the cancelled
+// wait for synchronous replication) is settled with lease.inspect before
+// the client reports anything, so it never hands out an epoch that is not
+// given. Epochs are int64 fencing tokens: compare them, never subtract
+// them (an era change makes them jump).
+//
+// The package depends on pgx and the standard library only.
+package lease
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+)
+
+// Channel is the notification channel a Client's Release notifies (with
+// the name as the payload) and its waiting Acquires listen on.
+const Channel = "pg_lease_released"
+
+// The SQL of each call.
+const (
+	acquireSQL = "SELECT acquired, epoch FROM lease.acquire($1, $2, $3::interval)"
+	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
+	// the notification goes with a release that released, in its
+	// transaction; clients that do not listen pay nothing for it
+	releaseSQL = "SELECT r, (SELECT count(*) FROM (SELECT pg_notify('" + Channel + "', $1) WHERE r = 'ok') AS n) FROM lease.release($1, $2, $3) AS r"
+	// how long the lease has left, in server time: never compared with
+	// this machine's clock
+	inspectSQL = "SELECT held, owner, epoch, greatest(expires_at - clock_timestamp(), interval '0') FROM lease.inspect($1)"
+	guardSQL   = "SELECT lease.guard($1, $2, $3)"
+)
+
+// Client holds leases on one database. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	log    *slog.Logger
+	calls  *slot // acquire, release, inspect
+	keep   *slot // renewals: not delayed by a slow acquire
+	listen *listener
+	token  string // this client's part of each grant's owner
+	seq    atomic.Uint64
+
+	mu     sync.Mutex
+	held   map[*Lease]struct{}
+	closed bool
+}
+
+// New makes a client for the database connString names (a libpq URL or
+// key=value string, as pgx.ParseConfig reads it). It connects when first
+// used; each client opens up to three connections of its own: calls,
+// renewals and notifications.
+func New(connString string, cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pc, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
+	}
+	// a call that times out is cancelled on the server (a cancel request),
+	// and the connection closed only if the server does not answer within
+	// a second: so the server stops the statement instead of finishing it
+	// unseen
+	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: time.Second}
+	}
+	var b [6]byte
+	crand.Read(b[:])
+	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}}
+	c.calls = newSlot(pc)
+	c.keep = newSlot(pc)
+	c.listen = newListener(pc, cfg, c.log)
+	return c, nil
+}
+
+// Close ends the client: every lease it holds ends with ErrClosed (their
+// contexts end; they are not released and lapse at their TTL) and its
+// connections close.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	held := make([]*Lease, 0, len(c.held))
+	for l := range c.held {
+		held = append(held, l)
+	}
+	c.mu.Unlock()
+	for _, l := range held {
+		l.end(ErrClosed)
+		<-l.stopped
+	}
+	c.listen.close()
+	return errors.Join(c.calls.close(), c.keep.close())
+}
+
+// owner is a new grant's owner: the configured owner and a suffix unique
+// to this grant, so that inspect tells this grant from any other.
+func (c *Client) owner() string {
+	return fmt.Sprintf("%s#%s.%d", c.cfg.Owner, c.token, c.seq.Add(1))
+}
+
+// TryAcquire takes the lease on name if it is free (released or lapsed),
+// without waiting: ErrNotAcquired when another owner holds it.
+func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	owner := c.owner()
+	sent := time.Now()
+	var acquired bool
+	var epoch *int64
+	warned, err := c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL).Scan(&acquired, &epoch)
+	})
+	if err == nil && !warned {
+		if !acquired || epoch == nil {
+			return nil, ErrNotAcquired
+		}
+		return c.hold(name, owner, *epoch, sent), nil
+	}
+	if err != nil && known(err) {
+		return nil, fmt.Errorf("lease %q: acquire: %w", name, err)
+	}
+	// unknown: only lease.inspect can say whether this grant was made
+	why := "the cancelled wait for synchronous replication"
+	if err != nil {
+		why = err.Error()
+	}
+	st, serr := c.inspect(context.WithoutCancel(ctx), name)
+	if serr != nil {
+		return nil, fmt.Errorf("lease %q: acquire's outcome is unknown (%s) and lease.inspect failed (%w): not held; a grant it made lapses after the TTL", name, why, serr)
+	}
+	if st.held && st.owner == owner {
+		c.log.Info("pg_lease: an acquire with an unknown outcome was granted", "name", name, "epoch", st.epoch, "cause", why)
+		return c.hold(name, owner, st.epoch, sent), nil
+	}
+	c.log.Info("pg_lease: an acquire with an unknown outcome was not granted", "name", name, "cause", why)
+	if err == nil {
+		return nil, ErrNotAcquired
+	}
+	return nil, fmt.Errorf("lease %q: acquire failed (%w); lease.inspect shows it was not granted", name, err)
+}
+
+// Acquire takes the lease on name, waiting while another owner holds it
+// until ctx ends. A wait wakes at once when a holder using this package
+// releases the name, when the holder's lease expires (server time), and
+// otherwise polls from PollMin to PollMax with jitter. Errors other than
+// contention are retried within the wait and logged.
+func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
+	wake := c.listen.watch(ctx, name)
+	defer c.listen.unwatch(name, wake)
+	poll := c.cfg.PollMin
+	for {
+		l, err := c.TryAcquire(ctx, name)
+		if err == nil {
+			return l, nil
+		}
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		wait := poll/2 + rand.N(poll/2+1)
+		poll = min(2*poll, c.cfg.PollMax)
+		if errors.Is(err, ErrNotAcquired) {
+			// wake when the holder's lease runs out, as the server counts it
+			if st, err := c.inspect(ctx, name); err == nil && st.held && st.left+time.Millisecond < wait {
+				wait = st.left + time.Millisecond
+			}
+		} else {
+			c.log.Warn("pg_lease: acquire failed; retrying", "name", name, "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wake:
+			poll = c.cfg.PollMin
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Run acquires name (waiting as Acquire does), runs fn with a context
+// that ends when ctx ends or the lease is lost, and releases the lease
+// when fn returns. It returns fn's error, joined with the loss if the
+// lease was lost while fn ran.
+func (c *Client) Run(ctx context.Context, name string, fn func(ctx context.Context, l *Lease) error) error {
+	l, err := c.Acquire(ctx, name)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	err = fn(runCtx, l)
+	stop()
+	cancel(nil)
+	lost := l.lostErr()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout*2)
+	defer rcancel()
+	if rerr := l.Release(rctx); rerr != nil {
+		c.log.Warn("pg_lease: release after Run failed; the lease lapses after its TTL", "name", name, "err", rerr)
+	}
+	return errors.Join(err, lost)
+}
+
+type state struct {
+	held  bool
+	owner string
+	epoch int64
+	left  time.Duration
+}
+
+// inspect reads a name's lease; an absent name is not held.
+func (c *Client) inspect(ctx context.Context, name string) (state, error) {
+	var st state
+	var owner *string
+	var epoch *int64
+	var left *time.Duration
+	var err error
+	for try := 0; try < 3; try++ {
+		var warned bool
+		warned, err = c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, inspectSQL, name).Scan(&st.held, &owner, &epoch, &left)
+		})
+		_ = warned // a read commits nothing
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return st, err
+	}
+	if owner != nil {
+		st.owner = *owner
+	}
+	if epoch != nil {
+		st.epoch = *epoch
+	}
+	if left != nil {
+		st.left = *left
+	}
+	return st, nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// known says an error leaves no doubt that the call did nothing: the
+// server answered with an error (the transaction rolled back), or the
+// call was never sent.
+func known(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
+}
+
+// slot is one connection of the client, used by one call at a time and
+// reconnected after a failure.
+type slot struct {
+	cfg    *pgx.ConnConfig
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	warned bool // the last call drew the cancelled-wait warning
+}
+
+func newSlot(pc *pgx.ConnConfig) *slot {
+	s := &slot{}
+	s.cfg = pc.Copy()
+	s.cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		// the commit happened locally, but its wait for the synchronous
+		// standbys was cancelled: not known to be durable there
+		if strings.HasPrefix(n.Message, "canceling wait for synchronous replication") {
+			s.warned = true
+		}
+	}
+	return s
+}
+
+// do runs f on the slot's connection, (re)connecting first, with the
+// call bounded by timeout; it reports whether the call drew the
+// cancelled-wait warning.
+func (s *slot) do(ctx context.Context, timeout time.Duration, f func(context.Context, *pgx.Conn) error) (warned bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if s.conn == nil || s.conn.IsClosed() {
+		conn, err := pgx.ConnectConfig(ctx, s.cfg)
+		if err != nil {
+			return false, &connectError{err}
+		}
+		s.conn = conn
+	}
+	s.warned = false
+	err = f(ctx, s.conn)
+	if err != nil && !isPgError(err) {
+		// the connection's state is unknown: start over with a new one
+		s.conn.Close(context.Background())
+		s.conn = nil
+	}
+	return s.warned, err
+}
+
+func (s *slot) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close(context.Background())
+	s.conn = nil
+	return err
+}
+
+func isPgError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
+
+// connectError: the call was never sent.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string     { return "connect: " + e.err.Error() }
+func (e *connectError) Unwrap() error     { return e.err }
+func (e *connectError) SafeToRetry() bool { return true }

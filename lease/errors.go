@@ -1,0 +1,35 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotAcquired: TryAcquire found the name held by another owner.
+	ErrNotAcquired = errors.New("lease: held by another owner")
+	// ErrReleased: the lease was released by its holder (Lease.Err after
+	// Release).
+	ErrReleased = errors.New("lease: released")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("lease: client closed")
+)
+
+// LostError says a held lease is lost: the server answered a renewal with
+// not_owner, epoch_mismatch or lapsed, or no renewal succeeded before the
+// local deadline. Work fenced by the lease's epoch must stop.
+type LostError struct {
+	Name   string
+	Epoch  int64
+	Reason string // not_owner, epoch_mismatch, lapsed, or "deadline" (no renewal in time)
+	Cause  error  // the last error of a renewal, for "deadline"
+}
+
+func (e *LostError) Error() string {
+	if e.Reason == "deadline" {
+		return fmt.Sprintf("lease %q (epoch %d) lost: no renewal succeeded before the local deadline: %v", e.Name, e.Epoch, e.Cause)
+	}
+	return fmt.Sprintf("lease %q (epoch %d) lost: the server says %s", e.Name, e.Epoch, e.Reason)
+}
+
+func (e *LostError) Unwrap() error { return e.Cause }

@@ -1,0 +1,225 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Lease is a held lease. It renews itself every Config.RenewEvery until
+// it is released or lost; its Context ends then.
+type Lease struct {
+	// Name is the resource's name.
+	Name string
+	// Owner is the owner this grant holds the lease under (the client's
+	// Config.Owner and a suffix unique to the grant).
+	Owner string
+	// Epoch is the fencing token: larger for every later holder of the
+	// name. Compare epochs; never subtract them.
+	Epoch int64
+
+	c       *Client
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stop    chan struct{} // closed to stop the keep-alive
+	stopped chan struct{} // closed when the keep-alive has stopped
+
+	mu       sync.Mutex
+	err      error       // why it ended; nil while held
+	deadline time.Time   // the local deadline (monotonic)
+	timer    *time.Timer // fires at the deadline
+	// lastRenewErr is the last renewal's failure, for the deadline's error
+	lastRenewErr error
+}
+
+// hold starts keeping a granted lease, whose grant was sent at sent.
+func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
+	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c, stop: make(chan struct{}), stopped: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.mu.Lock()
+	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
+	l.mu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.held[l] = struct{}{}
+	c.mu.Unlock()
+	c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch)
+	go l.keepAlive()
+	if closed {
+		l.end(ErrClosed)
+	}
+	return l
+}
+
+// Context ends when the lease is lost or released; context.Cause says
+// why (a *LostError, ErrReleased or ErrClosed).
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err is nil while the lease is held; then why it ended.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Deadline is the local deadline: the lease counts as lost then unless a
+// renewal succeeds first.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// end ends the lease with err, once.
+func (l *Lease) end(err error) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.err = err
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.cancel(err)
+	close(l.stop)
+	var lost *LostError
+	if errors.As(err, &lost) {
+		l.c.log.Warn("pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
+	}
+	l.c.mu.Lock()
+	delete(l.c.held, l)
+	l.c.mu.Unlock()
+}
+
+func (l *Lease) deadlinePassed() {
+	l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "deadline", Cause: l.lastErr()})
+}
+
+// lastErr is kept for the deadline's error.
+func (l *Lease) lastErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastRenewErr == nil {
+		return errors.New("no renewal was tried")
+	}
+	return l.lastRenewErr
+}
+
+func (l *Lease) lostErr() error {
+	var lost *LostError
+	if err := l.Err(); errors.As(err, &lost) {
+		return err
+	}
+	return nil
+}
+
+// keepAlive renews the lease every RenewEvery; after a failure it tries
+// again sooner, until the deadline ends the lease. Only the server's
+// not_owner, epoch_mismatch and lapsed end it at once.
+func (l *Lease) keepAlive() {
+	defer close(l.stopped)
+	cfg := l.c.cfg
+	wait := cfg.RenewEvery
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		var status string
+		warned, err := l.c.keep.do(l.ctx, cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
+		})
+		switch {
+		case err == nil && status == "ok" && !warned:
+			l.renewed(sent)
+			wait = cfg.RenewEvery
+		case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
+			l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
+			return
+		default:
+			// transient (or a renewal not known to be durable): again soon
+			if err == nil {
+				err = fmt.Errorf("renew returned %q", status)
+				if warned {
+					err = errors.New("renew drew the cancelled wait for synchronous replication")
+				}
+			}
+			l.mu.Lock()
+			l.lastRenewErr = err
+			l.mu.Unlock()
+			l.c.log.Warn("pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
+			wait = max(cfg.RenewEvery/4, 50*time.Millisecond)
+		}
+	}
+}
+
+// renewed moves the deadline after a renewal sent at sent, unless the
+// lease has ended meanwhile.
+func (l *Lease) renewed(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	l.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)
+	l.lastRenewErr = nil
+	if !l.timer.Stop() {
+		return // fired: the loss stands
+	}
+	l.timer.Reset(time.Until(l.deadline))
+}
+
+// Release ends the lease and releases it on the server, with its epoch,
+// so that a retried release can never end a later holder's lease. It is
+// idempotent: releasing a lease that is already released or lost returns
+// nil. An error means the server could not be told; the lease then lapses
+// after its TTL, and Err says ErrReleased either way.
+func (l *Lease) Release(ctx context.Context) error {
+	l.end(ErrReleased)
+	<-l.stopped
+	var err error
+	for try := 0; try < 3; try++ {
+		var status string
+		var notified int64
+		_, err = l.c.calls.do(ctx, l.c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status, &notified)
+		})
+		if err == nil {
+			l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)
+			return nil // ok, or no longer ours: either way released
+		}
+		if isPgError(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("lease %q: release: %w", l.Name, err)
+}
+
+// Guard fences a write: it calls lease.guard in the caller's transaction
+// tx, which fails unless this lease is still held with its epoch, and
+// holds the lease's row until tx ends, so that no other holder can take
+// the lease before tx commits. A guard that finds the lease lost returns
+// a *LostError; one that fails to serialize returns the server's 40001,
+// which the caller retries with its transaction.
+func (l *Lease) Guard(ctx context.Context, tx pgx.Tx) error {
+	var until time.Time
+	err := tx.QueryRow(ctx, guardSQL, l.Name, l.Owner, l.Epoch).Scan(&until)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55000" {
+		return &LostError{Name: l.Name, Epoch: l.Epoch, Reason: pe.Detail, Cause: err}
+	}
+	return err
+}
