@@ -302,3 +302,68 @@ func TestCancelledWaitSettled(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestCampaignAndObserve: two candidates take turns leading (each term
+// ends after 300 ms); an observer on a third client sees each leader,
+// with epochs that only grow, and each leader's epoch is what it saw.
+func TestCampaignAndObserve(t *testing.T) {
+	srv := server(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := lease.Config{TTL: 2 * time.Second, PollMin: 20 * time.Millisecond, PollMax: 500 * time.Millisecond}
+	obs, _ := client(t, srv, cfg)
+	seen := obs.Observe(ctx, "leader")
+	var mu sync.Mutex
+	terms := map[int64]string{} // epoch -> owner, as the leaders saw them
+	var wg sync.WaitGroup
+	for range 2 {
+		c, _ := client(t, srv, cfg)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Campaign(ctx, "leader", func(ctx context.Context, l *lease.Lease) error {
+				mu.Lock()
+				terms[l.Epoch] = l.Owner
+				mu.Unlock()
+				select {
+				case <-time.After(300 * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return nil
+			})
+		}()
+	}
+	var leaders []lease.Holder
+	deadline := time.After(10 * time.Second)
+	for len(leaders) < 4 {
+		select {
+		case h, ok := <-seen:
+			if !ok || h.Err != nil {
+				t.Fatalf("the observer stopped: %v", h.Err)
+			}
+			if h.Held {
+				leaders = append(leaders, h)
+			}
+		case <-deadline:
+			t.Fatalf("observed %d leaders in 10 s", len(leaders))
+		}
+	}
+	cancel()
+	wg.Wait()
+	owners := map[string]bool{}
+	for i, h := range leaders {
+		if i > 0 && h.Epoch <= leaders[i-1].Epoch {
+			t.Errorf("leader %d has epoch %d after %d", i, h.Epoch, leaders[i-1].Epoch)
+		}
+		mu.Lock()
+		owner, ok := terms[h.Epoch]
+		mu.Unlock()
+		if !ok || owner != h.Owner {
+			t.Errorf("observed %s at %d; the leader of that epoch was %q", h.Owner, h.Epoch, owner)
+		}
+		owners[strings.SplitN(h.Owner, "#", 2)[1][:12]] = true
+	}
+	if len(owners) != 2 {
+		t.Errorf("the observed leaders came from %d clients, not both: %v", len(owners), leaders)
+	}
+}
