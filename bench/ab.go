@@ -19,23 +19,11 @@ import (
 // that the machine's drift falls on both alike. It reports this tree's
 // throughput over the baseline's: the figure to report per change.
 func abBench(ctx context.Context, o options, names []string, work string) (string, error) {
-	base, err := os.ReadFile(o.baseline)
+	s, done, err := startWithBaseline(ctx, o, work)
 	if err != nil {
 		return "", err
 	}
-	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
-	if err != nil {
-		return "", err
-	}
-	defer s.Stop()
-	// the baseline: a copy of the extension named pg_lease_base, its
-	// newest script replaced by the baseline's, in the database base
-	inst := s.srv.Install
-	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, "pg_lease_base", func(string) (string, error) { return string(base), nil })
-	if err != nil {
-		return "", err
-	}
-	defer remove()
+	defer done()
 	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE base"); err != nil {
 		return "", err
 	}
@@ -108,4 +96,25 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f |\n", r.name, median(ratios[r.name]), median(cpus[r.name]))
 	}
 	return b.String(), nil
+}
+
+// startWithBaseline starts the first of -majors with this tree's pg_lease
+// and, beside it, the baseline: a copy of the extension named
+// pg_lease_base whose newest script is -baseline's. done stops the server
+// and removes the copy.
+func startWithBaseline(ctx context.Context, o options, work string) (*benchServer, func(), error) {
+	base, err := os.ReadFile(o.baseline)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return nil, nil, err
+	}
+	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, s.srv.Install, "pg_lease_base", func(string) (string, error) { return string(base), nil })
+	if err != nil {
+		s.Stop()
+		return nil, nil, err
+	}
+	return s, func() { remove(); s.Stop() }, nil
 }

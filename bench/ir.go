@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 
-	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
@@ -29,20 +26,11 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 	if err != nil {
 		return "", errors.New("-only ir needs valgrind: apt-get install valgrind")
 	}
-	base, err := os.ReadFile(o.baseline)
+	s, done, err := startWithBaseline(ctx, o, work)
 	if err != nil {
 		return "", err
 	}
-	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
-	if err != nil {
-		return "", err
-	}
-	defer s.Stop()
-	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, s.srv.Install, "pg_lease_base", func(string) (string, error) { return string(base), nil })
-	if err != nil {
-		return "", err
-	}
-	defer remove()
+	defer done()
 	for db, sqls := range map[string][]string{
 		"this_ir":    {"CREATE EXTENSION pg_lease"},
 		"base_ir":    {"CREATE EXTENSION pg_lease_base"},
