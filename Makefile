@@ -65,7 +65,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest soak-storage failover,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest client-majors soak-storage failover,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -83,7 +83,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci failover matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest client-majors suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -234,6 +234,15 @@ bench-ir:
 AUTOPKGTEST_MAJORS ?= 15,17,18,19
 autopkgtest: docker images
 	$(GO) test -count=1 -v -timeout 30m -run TestAutopkgtest ./internal/deb -args -deb.autopkgtest=$(AUTOPKGTEST_MAJORS)
+
+# The Go client's tests (internal/clienttest) on the pinned server build of
+# each major; make test runs them on this machine's PostgreSQL 15.
+CLIENT_MAJORS ?= 14 16 17 18
+client-majors:
+	@mkdir -p $(BUILD)
+	@for m in $(CLIENT_MAJORS); do echo "== PostgreSQL $$m"; \
+	  $(GO) test -count=1 -v -timeout 10m ./internal/clienttest -args -clienttest.major=$$m > $(BUILD)/client-$$m.log 2>&1; status=$$?; \
+	  grep -E '^(--- |ok|FAIL|PASS|    client_test)' $(BUILD)/client-$$m.log; [ $$status -eq 0 ] || exit $$status; done
 
 # The proofs install a build signed with a key made for the tests (never
 # committed; kept in build/), so dnf runs with gpgcheck=1 and

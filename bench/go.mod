@@ -69,6 +69,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.0 // indirect
 	github.com/opencontainers/runc v1.2.3 // indirect
 	github.com/ory/dockertest/v3 v3.12.0 // indirect
+	github.com/pglease/pglease-gen/lease v0.0.0-00010101000000-000000000000
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
@@ -122,3 +123,5 @@ require (
 )
 
 replace github.com/pglease/pglease-gen => ../
+
+replace github.com/pglease/pglease-gen/lease => ../lease

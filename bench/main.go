@@ -213,6 +213,9 @@ func run(o options) error {
 			}
 			return &etcdClient{c: c}, nil
 		}},
+		{Name: "pg_lease, Go client", Durable: "sync on", HandOffOnly: true, Connect: func(ctx context.Context) (Client, error) {
+			return &goClient{dsn: dsn}, nil
+		}},
 	}
 
 	var rs []Result
@@ -222,7 +225,7 @@ func run(o options) error {
 			return nil
 		}
 		for _, s := range systems {
-			if !applies(s) {
+			if !applies(s) || (s.HandOffOnly && workload != "hand-off") {
 				continue
 			}
 			r, err := run(s)

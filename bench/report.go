@@ -81,6 +81,8 @@ func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, pooled Pooled
 		case "advisory lock":
 			how = "pg_advisory_lock (lock queue)"
 			cpu = fmt.Sprintf("%.1f%% of a core", 100*r.CPU)
+		case "pg_lease, Go client":
+			how = "client side: NOTIFY at release, LISTEN; jittered polling from 50 ms as the fallback"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.System, how, ms(r.Pct(0.5)), ms(r.Pct(0.99)), cpu)
 	}

@@ -30,6 +30,9 @@ type System struct {
 	Name    string
 	Durable string // what a committed acquire survives
 	Connect func(ctx context.Context) (Client, error)
+	// HandOffOnly: measured in the hand-off only (the Go client, whose
+	// other calls are pg_lease's own)
+	HandOffOnly bool
 }
 
 // ---- pg_lease

@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,18 +20,29 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
 
+// major, when set, runs the tests on the pinned server build of that
+// major (make client-majors) instead of this machine's PostgreSQL.
+var major = flag.Int("clienttest.major", 0, "run on the pinned server build of this major instead of PG_CONFIG's")
+
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()
 	testenv.Server(t)
 	ctx := context.Background()
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	var srv *pgserver.Server
+	var err error
+	if *major == 0 {
+		srv, _, err = pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	} else {
+		srv, err = pinned(t, *major)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +51,28 @@ func server(t *testing.T) *pgserver.Server {
 		t.Fatal(err)
 	}
 	return srv
+}
+
+// pinned starts the pinned server build of major (unpacked from the
+// image cache into the test's directory) with pg_lease installed.
+func pinned(t *testing.T, major int) (*pgserver.Server, error) {
+	cache, err := images.DefaultCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	dst := filepath.Join(t.TempDir(), "pg")
+	if err := images.Unpack(context.Background(), cache, major, dst, t.Logf); err != nil {
+		return nil, err
+	}
+	// the server runs as postgres: the tree must be readable by it
+	if err := os.Chmod(filepath.Dir(dst), 0o755); err != nil {
+		return nil, err
+	}
+	inst := pgserver.Install{BinDir: filepath.Join(dst, "bin"), ShareDir: filepath.Join(dst, "share", "postgresql"), Major: major}
+	if err := pgserver.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+		return nil, err
+	}
+	return pgserver.Start(context.Background(), inst, "")
 }
 
 // logs is a logger whose records a test can read.

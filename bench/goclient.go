@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/pglease/pglease-gen/lease"
+)
+
+// goClient is pg_lease through the Go client (module lease): a waiting
+// acquire waits on the client side, woken by the notification that the
+// client's release sends. Only the hand-off is measured with it.
+type goClient struct {
+	dsn  string
+	mu   sync.Mutex
+	c    *lease.Client
+	held map[string]*lease.Lease
+}
+
+func (g *goClient) client(ttl time.Duration) (*lease.Client, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.c == nil {
+		c, err := lease.New(g.dsn, lease.Config{TTL: ttl})
+		if err != nil {
+			return nil, err
+		}
+		g.c, g.held = c, map[string]*lease.Lease{}
+	}
+	return g.c, nil
+}
+
+func (g *goClient) keep(l *lease.Lease) (int64, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held[l.Name] = l
+	return l.Epoch, true, nil
+}
+
+func (g *goClient) Acquire(ctx context.Context, name, _ string, ttl time.Duration) (int64, bool, error) {
+	c, err := g.client(ttl)
+	if err != nil {
+		return 0, false, err
+	}
+	l, err := c.TryAcquire(ctx, name)
+	if errors.Is(err, lease.ErrNotAcquired) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return g.keep(l)
+}
+
+func (g *goClient) AcquireWait(ctx context.Context, name, _ string, ttl, wait time.Duration) (int64, bool, error) {
+	c, err := g.client(ttl)
+	if err != nil {
+		return 0, false, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	l, err := c.Acquire(wctx, name)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return g.keep(l)
+}
+
+func (g *goClient) Renew(_ context.Context, name, _ string, token int64, _ time.Duration) (bool, error) {
+	g.mu.Lock()
+	l := g.held[name]
+	g.mu.Unlock()
+	return l != nil && l.Epoch == token && l.Err() == nil, nil
+}
+
+func (g *goClient) Release(ctx context.Context, name, _ string, token int64) (bool, error) {
+	g.mu.Lock()
+	l := g.held[name]
+	delete(g.held, name)
+	g.mu.Unlock()
+	if l == nil || l.Epoch != token {
+		return false, nil
+	}
+	return true, l.Release(ctx)
+}
+
+func (g *goClient) BackendPID() int { return 0 } // the wait is in this process
+func (g *goClient) Close() {
+	if g.c != nil {
+		g.c.Close()
+	}
+}
