@@ -175,8 +175,8 @@ soak:
 # The bounded versions CI runs: one minute of stress, thirty seconds of it
 # through PgBouncer in transaction pooling, and a count of fuzzed calls.
 stress-ci:
-	$(GO) run ./cmd/pglease-gen stress --duration 60s --pg-config $(PG_CONFIG)
-	$(GO) run ./cmd/pglease-gen stress --via-pgbouncer --duration 30s --pg-config $(PG_CONFIG)
+	$(GO) run ./cmd/pglease-gen stress --duration 45s --pg-config $(PG_CONFIG)
+	$(GO) run ./cmd/pglease-gen stress --via-pgbouncer --duration 20s --pg-config $(PG_CONFIG)
 
 # A count, not a duration: a duration-bounded run can fail at its deadline
 # with a bare "context deadline exceeded" when a worker is busy (a race in
