@@ -186,7 +186,8 @@ func (l *Lease) renewed(sent time.Time) {
 // so that a retried release can never end a later holder's lease. It is
 // idempotent: releasing a lease that is already released or lost returns
 // nil. An error means the server could not be told; the lease then lapses
-// after its TTL, and Err says ErrReleased either way.
+// after its TTL. Afterwards Err is ErrReleased, or the loss when the lease
+// was lost before Release.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
 	<-l.stopped
