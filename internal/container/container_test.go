@@ -98,7 +98,11 @@ func TestSuitesPassInContainer(t *testing.T) {
 	p := pool(t)
 	needImages(t, p, 16)
 	results := t.TempDir()
-	rs, err := Run(context.Background(), p, options(16, pglease.Files, results))
+	// the newest version's suites and the update check: make matrix runs
+	// every version's on every major through the same runner
+	o := options(16, pglease.Files, results)
+	o.NewestOnly = true
+	rs, err := Run(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +119,10 @@ func TestSuitesPassInContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := runner.Count(passes, runner.Updates(model.PgLease))
+	n := runner.Count(passes[:1], runner.Updates(model.PgLease))
 	all := n[suite.Regress] + n[suite.Isolation] + n[suite.Update]
 	if p, f := r.Result.Counts(); p != all || f != 0 {
-		t.Errorf("%d passed, %d failed; want every test of every pass and every update check (%d) to pass", p, f, all)
+		t.Errorf("%d passed, %d failed; want every test of the newest version and every update check (%d) to pass", p, f, all)
 	}
 	for _, f := range []string{"regress/results/api.out", "isolation/results/rollback.out"} {
 		if _, err := os.Stat(filepath.Join(results, "pg16", f)); err != nil {
