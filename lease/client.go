@@ -252,11 +252,10 @@ func (c *Client) inspect(ctx context.Context, name string) (state, error) {
 	var left *time.Duration
 	var err error
 	for try := 0; try < 3; try++ {
-		var warned bool
-		warned, err = c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+		// a read commits nothing: the cancelled-wait warning cannot apply
+		_, err = c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, inspectSQL, name).Scan(&st.held, &owner, &epoch, &left)
 		})
-		_ = warned // a read commits nothing
 		if err == nil || ctx.Err() != nil {
 			break
 		}

@@ -75,6 +75,19 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	arts := []Artifact{{Path: o.Ext.Tarball(), Kind: "tarball"}, {Path: SpecFile(o.Ext), Kind: "spec"}}
 	step("source tarball %s and spec %s", o.Ext.Tarball(), SpecFile(o.Ext))
 
+	// each source RPM's spec names its major, so that it rebuilds alone;
+	// the spec does not depend on the EL release, so one per major serves all
+	majorSpecs := map[int][]byte{}
+	specs := func(major int) ([]byte, error) {
+		if b, ok := majorSpecs[major]; ok {
+			return b, nil
+		}
+		md := d
+		md.Major = major
+		b, err := md.Render(o.Src, SpecTemplate)
+		majorSpecs[major] = b
+		return b, err
+	}
 	for _, dis := range o.DistrosOf(model.RPM) {
 		pkg := o.Pkg.For(dis)
 		dd, err := dist.NewData(o.Ext, pkg, o.Src, o.Suffix)
@@ -87,10 +100,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			// the source RPM's spec names its major, so that it rebuilds alone
-			md := dd
-			md.Major = major
-			majorSpec, err := md.Render(o.Src, SpecTemplate)
+			majorSpec, err := specs(major)
 			if err != nil {
 				return nil, nil, err
 			}
