@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/era"
 	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
@@ -165,6 +166,18 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 	final := map[string]Row{"n": {Owner: sp("b"), Epoch: 2, Expires: tp(251)}}
 	if vs := Check(good, final); len(vs) > 0 {
 		t.Fatalf("a correct history has violations: %v", vs)
+	}
+	// b's takeover in a new era (after a crash): the first epoch of its
+	// band, not the next; any other jump is still a violation
+	newEra := slices.Clone(good)
+	newEra[2] = acq(2, "b", 150, 152, 100, true, era.Width+1)
+	newEra[4].RetEpoch = p(era.Width + 1)
+	if vs := Check(newEra, map[string]Row{"n": {Owner: sp("b"), Epoch: era.Width + 1, Expires: tp(251)}}); len(vs) > 0 {
+		t.Errorf("a takeover at a new era's first epoch has violations: %v", vs)
+	}
+	newEra[2].RetEpoch, newEra[4].RetEpoch = p(era.Width+2), p(era.Width+2)
+	if vs := Check(newEra, map[string]Row{"n": {Owner: sp("b"), Epoch: era.Width + 2, Expires: tp(251)}}); len(vs) == 0 || vs[0].Rule != "epochs-grow" {
+		t.Errorf("a takeover at a new era's second epoch: want epochs-grow, got %v", vs)
 	}
 	// a release whose connection died (outcome unknown) but which
 	// committed: b takes the name before a's last known expiry, under the

@@ -162,10 +162,17 @@ BEGIN
         RAISE EXCEPTION 'the lease has used every epoch a bigint holds'
             USING ERRCODE = '22003', HINT = 'Use another name.';
     END IF;
+    -- Valid: nothing to enter, and no lock taken (the lock lasts until
+    -- the caller's transaction ends: a blocking acquire that called this
+    -- and then waits for its lease would hold up every entry meanwhile).
+    SELECT c.band, c.boot, c.last_epoch INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
+    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+        RETURN v_now.band;
+    END IF;
     LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
     SELECT c.band, c.boot, c.last_epoch INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
     IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
-        RETURN v_now.band;  -- valid (another call may just have entered it)
+        RETURN v_now.band;  -- another call has just entered it
     END IF;
     v_sysid := (pg_control_system()).system_identifier;
     v_tli := CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
@@ -506,17 +513,51 @@ BEGIN
 
         IF NOT FOUND THEN
             -- Unknown name: above the purge mark and in the era's band.
-            -- ON CONFLICT DO NOTHING takes no lock when another transaction
-            -- created the row first; the loop then reads it.
+            -- ON CONFLICT DO NOTHING takes no row lock when another
+            -- transaction created the row first (it waits for that one to
+            -- end when it has not); the loop then reads the row.
             v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
-            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-            SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-              FROM @extschema@.era_now AS c
-             WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
-            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
-            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-            IF FOUND THEN
+            -- Not inserted: another transaction created the row, or the
+            -- era must be settled first (a no-op when it was the former).
+            -- A blocking acquire bounds both waits (for a transaction that
+            -- created the name and has not ended, for one that enters an
+            -- era) by what is left of max_wait, as it does the row's.
+            IF v_wait > 0 THEN
+                BEGIN
+                    v_lock_timeout := current_setting('lock_timeout');
+                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                    INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                    SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                           (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                      FROM @extschema@.era_now AS c
+                     WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                    ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                    RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                    IF NOT FOUND THEN
+                        PERFORM @extschema@.enter_era(v_next);
+                    END IF;
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                EXCEPTION WHEN lock_not_available THEN
+                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: another transaction that takes a lease (created this name, or enters a new era) has not ended.',
+                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                END;
+            ELSE
+                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                  FROM @extschema@.era_now AS c
+                 WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                IF NOT FOUND THEN
+                    PERFORM @extschema@.enter_era(v_next);
+                END IF;
+            END IF;
+            IF epoch IS NOT NULL THEN
+                -- inserted
                 IF current_setting('lease.floor') <> 'session'
                    AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
                         AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
@@ -526,9 +567,6 @@ BEGIN
                 RETURN NEXT;
                 RETURN;
             END IF;
-            -- Not inserted: another transaction created the row, or the
-            -- era must be settled first (a no-op when it was the former).
-            PERFORM @extschema@.enter_era(v_next);
             CONTINUE;
         END IF;
 
@@ -547,7 +585,22 @@ BEGIN
             -- run of the server entered none, or when the epoch does not
             -- fit the era's band: the name used up its band, or its row
             -- came without the era it was granted in).
-            PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
+            IF v_wait > 0 THEN
+                BEGIN
+                    v_lock_timeout := current_setting('lock_timeout');
+                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                    PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                EXCEPTION WHEN lock_not_available THEN
+                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction that enters a new era has not ended.',
+                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                END;
+            ELSE
+                PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
+            END IF;
             CONTINUE;
         END IF;
 
