@@ -4,7 +4,8 @@
 # debootstrap for the local images, rpm (rpmbuild, rpmspec), rpmlint and dnf
 # for the RPM tests, dpkg-dev, debhelper, lintian and PostgreSQL 15's
 # server-dev package for the deb builder and its tests, postgresql-all (the
-# source package's build-time tests) and autopkgtest, redis-server for the
+# source package's build-time tests) and autopkgtest, Patroni with etcd (the
+# HA manager of the patroni-failover fault test), redis-server for the
 # benchmark's peer, pgbouncer for the pooled runs (bench, stress), qemu-user-static for the arm64 containers (registering
 # its handler), shellcheck for actionlint, gpgv and sqv for the signature checks, unzip for the PGXN zip, skopeo for the OCI layouts, and Go's module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
@@ -13,7 +14,7 @@ set -euo pipefail
 need=()
 for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server pgbouncer \
   dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
-  postgresql-all autopkgtest \
+  postgresql-all autopkgtest patroni etcd-server python3-etcd \
   qemu-user-static binfmt-support shellcheck gpgv sqv unzip skopeo; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
@@ -43,7 +44,7 @@ go mod download
 (cd lease && go mod download)
 # the benchmark starts its own Redis and the tests their own PgBouncer; the
 # packages' services are not wanted
-for svc in redis-server pgbouncer; do
+for svc in redis-server pgbouncer etcd patroni; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" || true
   fi

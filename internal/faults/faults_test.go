@@ -29,6 +29,9 @@ func TestScenarios(t *testing.T) {
 		t.Skip("the fault tests install the extension into the host's PostgreSQL and start servers as postgres: run as root")
 	}
 	o := Options{PgConfig: os.Getenv("PG_CONFIG"), Duration: *duration, Clients: 6, Names: 4}
+	if testing.Verbose() {
+		o.Progress = os.Stdout
+	}
 	lossShown := false
 	for _, s := range Scenarios {
 		if *only != "" && !strings.Contains(s.Name, *only) {

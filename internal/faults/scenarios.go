@@ -68,6 +68,9 @@ type Scenario struct {
 	Standby bool
 	// Server are settings the primary starts with (wal_level, say).
 	Server []string
+	// HA: the primary (and the standby) are run by Patroni, with etcd,
+	// on loopback, instead of by the test.
+	HA bool
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
 	// Needs are the variants that must show double grants here; Loses,
@@ -89,6 +92,7 @@ type env struct {
 	variant Variant
 	say     func(string, ...any)
 	takers  []taker // the servers that took clients over at the fault
+	ha      *pgserver.HACluster
 }
 
 // A taker is a server (a DSN, and the move of a group to it) that took
@@ -359,6 +363,26 @@ var Scenarios = []Scenario{
 		Needs: []Variant{V020, NoEras},
 	},
 	{
+		Name: "patroni-failover", What: "Patroni and etcd: the primary's node lost (its Patroni and server killed), sessions at synchronous_commit = off; Patroni promotes the asynchronous replica once the leader key lapses, and the lost node rejoins as a replica (pg_rewind)",
+		Sessions: []string{"SET synchronous_commit = off"},
+		HA:       true, Standby: true,
+		Fault: func(ctx context.Context, e *env) error {
+			lost, next := e.ha.Nodes[0], e.ha.Nodes[1]
+			start := time.Now()
+			if err := e.crashThen(ctx, lost.Lose, func() (*pgserver.Server, error) { return next.Server, next.WaitPrimary(ctx) }); err != nil {
+				return err
+			}
+			e.say("Patroni promoted %s %.1f s after the loss", next.Name, time.Since(start).Seconds())
+			start = time.Now()
+			if err := lost.Rejoin(ctx); err != nil {
+				return err
+			}
+			e.say("%s rejoined as a replica in %.1f s", lost.Name, time.Since(start).Seconds())
+			return nil
+		},
+		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
+	},
+	{
 		Name: "cancelled-wait", What: "the synchronous standby stalled, clients cancel their waiting COMMITs, kill -9, promotion",
 		Primary: []string{"synchronous_standby_names = 's1'"}, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
@@ -440,6 +464,31 @@ var Scenarios = []Scenario{
 			return nil
 		},
 		Needs: []Variant{NoEras},
+	},
+	{
+		Name: "table-restore", What: "lease.leases alone restored (pg_restore --data-only -t leases) into a second database with pg_lease created afresh, the source still granting",
+		Fault: func(ctx context.Context, e *env) error {
+			file := filepath.Join(e.primary.Dir, "dump")
+			if err := e.primary.Dump(ctx, db, file); err != nil {
+				return err
+			}
+			rows := db + "_rows"
+			if err := pgserver.Exec(ctx, e.primary.DSN("postgres"), "CREATE DATABASE "+rows); err != nil {
+				return err
+			}
+			if err := pgserver.Exec(ctx, e.primary.DSN(rows), e.variant.Create); err != nil {
+				return err
+			}
+			if err := e.databaseSettings(ctx, rows); err != nil {
+				return err
+			}
+			if err := e.primary.RestoreTableData(ctx, rows, file, "leases"); err != nil {
+				return err
+			}
+			e.move(e.groups[1], e.primary.DSN(rows))
+			return nil
+		},
+		Needs: []Variant{V020, V030, NoEras},
 	},
 	{
 		Name: "logical-replica", What: "lease.leases alone replicated logically to another cluster, the subscriber a second behind, every client switched to it",
@@ -579,9 +628,10 @@ type Result struct {
 // Run runs scenario s with variant v on a fresh primary (and standby).
 func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	r = Result{Scenario: s.Name, Variant: v.Name}
+	began := time.Now()
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "  %s, %s: %s\n", s.Name, v.Name, fmt.Sprintf(format, args...))
+			fmt.Fprintf(o.Progress, "  [%5.1fs] %s, %s: %s\n", time.Since(began).Seconds(), s.Name, v.Name, fmt.Sprintf(format, args...))
 		}
 	}
 	dir, err := os.MkdirTemp("", "pglease-faults-")
@@ -632,13 +682,24 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	// reliably
 	settings := []string{"fsync=on", "wal_writer_delay=1s", "archive_mode=on", "archive_command='cp %p " + archive + "/%f'"}
 	settings = append(settings, s.Server...)
-	primary, err := pgserver.StartWith(ctx, inst, dir, settings...)
-	if err != nil {
-		r.Err = err
-		return r
+	var primary *pgserver.Server
+	if s.HA {
+		e.ha, err = pgserver.StartHA(ctx, inst, dir, settings...)
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		defer e.ha.Stop()
+		primary = e.ha.Nodes[0].Server
+	} else {
+		primary, err = pgserver.StartWith(ctx, inst, dir, settings...)
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		e.servers = append(e.servers, primary)
 	}
 	e.primary = primary
-	e.servers = append(e.servers, primary)
 	if err := pgserver.Exec(ctx, primary.DSN("postgres"), "CREATE DATABASE "+db); err != nil {
 		r.Err = err
 		return r
@@ -655,7 +716,19 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	if err := queryRow(ctx, primary.DSN(db), "SELECT current_setting('server_version')", &version); err == nil {
 		r.Server = version
 	}
-	if s.Standby {
+	switch {
+	case s.Standby && s.HA:
+		say("the primary runs; Patroni makes a replica")
+		n, err := e.ha.AddNode(ctx)
+		if err == nil {
+			err = n.WaitReplica(ctx)
+		}
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		e.standby = n.Server
+	case s.Standby:
 		if e.standby, err = primary.StartStandby(ctx, dir, "s1"); err != nil {
 			r.Err = err
 			return r
@@ -672,6 +745,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		time.Sleep(200 * time.Millisecond) // the reload reaches every backend
 	}
 	e.moveAll(primary)
+	say("the clients start")
 	w := &workload{settings: append(append([]string{}, s.Sessions...), v.Settings...)}
 	e.w = w
 	for i := range max(o.Names, 1) {
@@ -696,6 +770,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	time.Sleep(half / 2)
 	cancel()
 	<-done
+	say("the clients stopped")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r.Counts, r.Doubles, r.Lost, r.Counted = w.counts, doubleGrants(w.grants), e.lostN, e.counted

@@ -128,15 +128,11 @@ func StartWith(ctx context.Context, inst Install, parent string, settings ...str
 	}
 	s := &Server{Install: inst, Dir: dir, Port: 5432, User: BootstrapUser}
 	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
+		if s.cred, err = lookupPostgres(); err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("start server as root: %w: create a postgres user or run as a normal user", err)
+			return nil, err
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("start server: %w", err)
 		}
@@ -153,6 +149,18 @@ func StartWith(ctx context.Context, inst Install, parent string, settings ...str
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s%s", err, out, log)
 	}
 	return s, nil
+}
+
+// lookupPostgres is the "postgres" user, whom servers run as when the
+// tests run as root (PostgreSQL refuses to run as root).
+func lookupPostgres() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("start server as root: %w: create a postgres user or run as a normal user", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // InitdbArgs are initdb's arguments for a throwaway cluster in data whose

@@ -303,6 +303,15 @@ func (s *Server) Restore(ctx context.Context, db, file string) error {
 	return nil
 }
 
+// RestoreTableData restores the rows of one table (pg_restore --data-only
+// -t table) from a custom-format dump into database db, which exists.
+func (s *Server) RestoreTableData(ctx context.Context, db, file, table string) error {
+	if out, err := s.run(ctx, "pg_restore", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-d", db, "--exit-on-error", "--data-only", "-t", table, file); err != nil {
+		return fmt.Errorf("pg_restore -t %s: %w\n%s", table, err, out)
+	}
+	return nil
+}
+
 // NewCluster initialises and starts another cluster of the same
 // installation and settings (a new system identifier) under parent.
 func (s *Server) NewCluster(ctx context.Context, parent string) (*Server, error) {
