@@ -16,6 +16,7 @@ import (
 var (
 	only     = flag.String("faults.only", "", "run only the scenarios whose names contain this")
 	duration = flag.Duration("faults.duration", 4*time.Second, "each run's length; the fault comes at half of it")
+	ha       = flag.Bool("faults.ha", true, "run the scenarios whose servers Patroni runs (false where Patroni and etcd are not installed: the Debian images of make failover)")
 	short    = flag.Bool("faults.short", false, "make test's share: each scenario runs the shipped extension and its most specific broken variant (the last it needs), and the floor's variant runs in the first scenario that loses grants without it")
 )
 
@@ -35,6 +36,10 @@ func TestScenarios(t *testing.T) {
 	lossShown := false
 	for _, s := range Scenarios {
 		if *only != "" && !strings.Contains(s.Name, *only) {
+			continue
+		}
+		if s.HA && !*ha {
+			t.Logf("left out here (-faults.ha=false): %s, whose servers Patroni runs", s.Name)
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
