@@ -88,9 +88,16 @@ func (l *logs) String() string              { l.mu.Lock(); defer l.mu.Unlock(); 
 
 func client(t *testing.T, srv *pgserver.Server, cfg lease.Config) (*lease.Client, *logs) {
 	t.Helper()
+	return clientAt(t, srv.DSN("postgres"), cfg)
+}
+
+// clientAt is a client of connection string dsn that logs (at debug) into
+// the logs it returns.
+func clientAt(t *testing.T, dsn string, cfg lease.Config) (*lease.Client, *logs) {
+	t.Helper()
 	lg := &logs{}
 	cfg.Logger = slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := lease.New(srv.DSN("postgres"), cfg)
+	c, err := lease.New(dsn, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,140 @@
+package clienttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/testenv"
+	"github.com/pglease/pglease-gen/lease"
+)
+
+// TestPatroniFailover: the client against a primary and an asynchronous
+// replica that Patroni (with etcd, on loopback) runs, reached as an
+// application reaches them, through a connection string that names both
+// nodes with target_session_attrs=read-write. The primary's node is lost;
+// Patroni promotes the replica once the leader key lapses (about 11 s).
+//   - A lease whose TTL outlasts the failover (30 s) rides it out: its
+//     keep-alive renews it on the promoted server under the same epoch,
+//     and the next grant of the name there is in the new timeline's era.
+//   - A lease whose TTL does not (4 s) is lost at its local deadline,
+//     while there is no primary to ask: the signal comes from the
+//     monotonic clock, not from a server.
+func TestPatroniFailover(t *testing.T) {
+	testenv.Tools(t, "patroni", "etcd")
+	ctx := context.Background()
+	inst, err := pgserver.FindInstall(ctx, os.Getenv("PG_CONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgserver.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
+		t.Fatal(err)
+	}
+	ha, err := pgserver.StartHA(ctx, inst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ha.Stop)
+	first := ha.Nodes[0]
+	exec(t, first.Server, "CREATE EXTENSION pg_lease")
+	second, err := ha.AddNode(ctx)
+	if err == nil {
+		err = second.WaitReplica(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=%d,%d user=%s dbname=postgres sslmode=disable target_session_attrs=read-write connect_timeout=2",
+		first.Port, second.Port, first.User)
+	long, longLog := clientAt(t, dsn, lease.Config{TTL: 30 * time.Second})
+	short, _ := clientAt(t, dsn, lease.Config{TTL: 4 * time.Second})
+	kept, err := long.Acquire(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lapsing, err := short.Acquire(ctx, "lapsing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// both grants on the replica before the loss (asynchronous: wait)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r1, r2 := inspect(t, second.Server, "kept"), inspect(t, second.Server, "lapsing")
+		if r1.held && r2.held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the grants did not reach the replica")
+		}
+	}
+	lost := time.Now()
+	if err := first.Lose(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.WaitPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Since(lost)
+	t.Logf("Patroni promoted %s %.1f s after %s was lost", second.Name, promoted.Seconds(), first.Name)
+
+	// the short lease ended at its deadline, during the failover
+	select {
+	case <-lapsing.Done():
+	default:
+		t.Fatalf("the 4 s lease is not lost %.1f s after the primary was", promoted.Seconds())
+	}
+	var le *lease.LostError
+	if !errors.As(lapsing.Err(), &le) || le.Reason != "deadline" {
+		t.Errorf("the 4 s lease ended with %v; want a LostError for its deadline", lapsing.Err())
+	}
+
+	// the long lease is renewed on the promoted server: wait for a renewal
+	// there (its expiry moves), then check it is the same holding
+	before := expiry(t, second.Server, "kept")
+	for deadline := time.Now().Add(30 * time.Second); !expiry(t, second.Server, "kept").After(before); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal reached the promoted server within 30 s; the client's log:\n%s", longLog)
+		}
+	}
+	if err := kept.Err(); err != nil {
+		t.Fatalf("the 30 s lease was lost across the failover: %v\n%s", err, longLog)
+	}
+	if r := inspect(t, second.Server, "kept"); !r.held || *r.owner != kept.Owner || *r.epoch != kept.Epoch {
+		t.Fatalf("on the promoted server: held %v by %v at %v; the lease is %s at %d", r.held, r.owner, r.epoch, kept.Owner, kept.Epoch)
+	}
+	if err := kept.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err := long.TryAcquire(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Release(ctx)
+	// the promotion's new timeline is a new era: its band is above the old
+	if band := func(e int64) int64 { return (e - 1) >> 32 }; band(next.Epoch) <= band(kept.Epoch) {
+		t.Errorf("the grant after the failover has epoch %d, in the band of %d before it", next.Epoch, kept.Epoch)
+	}
+	t.Logf("kept %d across the failover; the next grant %d", kept.Epoch, next.Epoch)
+}
+
+func expiry(t *testing.T, srv *pgserver.Server, name string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var e time.Time
+	if err := conn.QueryRow(ctx, "SELECT expires_at FROM lease.inspect($1)", name).Scan(&e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
