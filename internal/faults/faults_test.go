@@ -38,6 +38,10 @@ func TestScenarios(t *testing.T) {
 		if *only != "" && !strings.Contains(s.Name, *only) {
 			continue
 		}
+		if s.Long && *short {
+			t.Logf("left out of the short run: %s (make ha and make failover run it)", s.Name)
+			continue
+		}
 		if s.HA && !*ha {
 			t.Logf("left out here (-faults.ha=false): %s, whose servers Patroni runs", s.Name)
 			continue

@@ -71,6 +71,8 @@ type Scenario struct {
 	// HA: the primary (and the standby) are run by Patroni, with etcd,
 	// on loopback, instead of by the test.
 	HA bool
+	// Long: left out of -faults.short (make test's share).
+	Long bool
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
 	// Needs are the variants that must show double grants here; Loses,
@@ -150,6 +152,25 @@ func (e *env) crashThen(ctx context.Context, kill func() error, next func() (*pg
 		return err
 	}
 	e.moveAll(s)
+	return nil
+}
+
+// patroniFailover loses the primary's node (its Patroni and server
+// killed together), waits for Patroni to promote the other node, moves the
+// clients there, and lets the lost node's Patroni rejoin it as a replica
+// (pg_rewind).
+func (e *env) patroniFailover(ctx context.Context) error {
+	lost, next := e.ha.Nodes[0], e.ha.Nodes[1]
+	start := time.Now()
+	if err := e.crashThen(ctx, lost.Lose, func() (*pgserver.Server, error) { return next.Server, next.WaitPrimary(ctx) }); err != nil {
+		return err
+	}
+	e.say("Patroni promoted %s %.1f s after the loss", next.Name, time.Since(start).Seconds())
+	start = time.Now()
+	if err := lost.Rejoin(ctx); err != nil {
+		return err
+	}
+	e.say("%s rejoined as a replica in %.1f s", lost.Name, time.Since(start).Seconds())
 	return nil
 }
 
@@ -367,20 +388,30 @@ var Scenarios = []Scenario{
 		Sessions: []string{"SET synchronous_commit = off"},
 		HA:       true, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
-			lost, next := e.ha.Nodes[0], e.ha.Nodes[1]
-			start := time.Now()
-			if err := e.crashThen(ctx, lost.Lose, func() (*pgserver.Server, error) { return next.Server, next.WaitPrimary(ctx) }); err != nil {
-				return err
-			}
-			e.say("Patroni promoted %s %.1f s after the loss", next.Name, time.Since(start).Seconds())
-			start = time.Now()
-			if err := lost.Rejoin(ctx); err != nil {
-				return err
-			}
-			e.say("%s rejoined as a replica in %.1f s", lost.Name, time.Since(start).Seconds())
-			return nil
+			return e.patroniFailover(ctx)
 		},
 		Needs: []Variant{V020}, Loses: []Variant{V020, NoFloor},
+	},
+	{
+		Name: "patroni-failback", What: "patroni-failover, then the clients on the promoted server for a second, then a switchover (Patroni's REST API) back to the rewound node",
+		Sessions: []string{"SET synchronous_commit = off"},
+		HA:       true, Standby: true, Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			if err := e.patroniFailover(ctx); err != nil {
+				return err
+			}
+			time.Sleep(time.Second)
+			back, from := e.ha.Nodes[0], e.ha.Nodes[1]
+			e.hold()
+			start := time.Now()
+			if err := e.ha.Switchover(ctx, from, back); err != nil {
+				return err
+			}
+			e.say("switched over to %s in %.1f s", back.Name, time.Since(start).Seconds())
+			e.moveAll(back.Server)
+			return nil
+		},
+		Needs: []Variant{V020}, Loses: []Variant{V020},
 	},
 	{
 		Name: "cancelled-wait", What: "the synchronous standby stalled, clients cancel their waiting COMMITs, kill -9, promotion",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -267,6 +268,26 @@ func (n *HANode) Rejoin(ctx context.Context) error {
 	return n.WaitReplica(ctx)
 }
 
+// Switchover asks Patroni (through from's REST API, as patronictl
+// switchover does) to hand the primary role from from to to: from shuts
+// down cleanly and follows, to is promoted. It waits for both.
+func (c *HACluster) Switchover(ctx context.Context, from, to *HANode) error {
+	body := fmt.Sprintf(`{"leader": %q, "candidate": %q}`, from.Name, to.Name)
+	resp, err := haClient.Post(fmt.Sprintf("http://127.0.0.1:%d/switchover", from.rest), "application/json", strings.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("switchover: %w", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("switchover from %s to %s: %s: %s", from.Name, to.Name, resp.Status, msg)
+	}
+	if err := to.WaitPrimary(ctx); err != nil {
+		return err
+	}
+	return from.WaitReplica(ctx)
+}
+
 func (n *HANode) logs() string {
 	b, _ := os.ReadFile(filepath.Join(filepath.Dir(n.Dir), n.Name+".log"))
 	return tailString(string(b), 3000)
@@ -313,7 +334,8 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-var haClient = &http.Client{Timeout: 2 * time.Second}
+// (a switchover's POST answers once it is done: up to a minute)
+var haClient = &http.Client{Timeout: time.Minute}
 
 func httpGet(url string) error {
 	resp, err := haClient.Get(url)
