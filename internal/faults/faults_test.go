@@ -39,7 +39,7 @@ func TestScenarios(t *testing.T) {
 			continue
 		}
 		if s.Long && *short {
-			t.Logf("left out of the short run: %s (make ha and make failover run it)", s.Name)
+			t.Logf("left out of the short run: %s (the runs without -faults.short run it: make ha for the Patroni ones)", s.Name)
 			continue
 		}
 		if s.HA && !*ha {
