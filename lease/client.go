@@ -151,6 +151,9 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	if err != nil && known(err) {
 		return nil, fmt.Errorf("lease %q: acquire: %w", name, err)
 	}
+	if broken == "nosettle" && err == nil && acquired && epoch != nil {
+		return c.hold(name, owner, *epoch, sent), nil
+	}
 	// unknown: only lease.inspect can say whether this grant was made
 	why := "the cancelled wait for synchronous replication"
 	if err != nil {

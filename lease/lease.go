@@ -149,6 +149,9 @@ func (l *Lease) keepAlive() {
 		case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
 			l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
 			return
+		case broken == "giveup":
+			l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "renewal failed", Cause: err})
+			return
 		default:
 			// transient (or a renewal not known to be durable): again soon
 			if err == nil {

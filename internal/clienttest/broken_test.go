@@ -1,0 +1,38 @@
+package clienttest
+
+import (
+	"os"
+	osexec "os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pglease/pglease-gen/internal/testenv"
+)
+
+// TestBrokenClientsAreCaught builds the client with a bug put in (a build
+// tag of the lease module; no real build has it) and runs the test that
+// must catch it: the run must fail, saying so.
+func TestBrokenClientsAreCaught(t *testing.T) {
+	testenv.Tools(t, "go", "patroni", "etcd")
+	for _, v := range []struct{ tag, test, want string }{
+		// a keep-alive that gives up at the first failed renewal loses a
+		// lease whose TTL outlasts the failover
+		{"pglease_broken_giveup", "TestPatroniFailover", "the 30 s lease was lost across the failover"},
+		// a warned commit handed out without lease.inspect
+		{"pglease_broken_nosettle", "TestCancelledWaitSettled", "the grant was not settled by inspect"},
+	} {
+		t.Run(v.tag, func(t *testing.T) {
+			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")
+			cmd.Env = os.Environ()
+			out, err := cmd.CombinedOutput()
+			switch {
+			case err == nil:
+				t.Errorf("%s passed with the client built -tags %s:\n%s", v.test, v.tag, out)
+			case !strings.Contains(string(out), v.want):
+				t.Errorf("%s failed with -tags %s, but not with %q:\n%s", v.test, v.tag, v.want, out)
+			default:
+				t.Logf("%s with -tags %s failed, as it must: %q", v.test, v.tag, v.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !pglease_broken_giveup && !pglease_broken_nosettle
+
+package lease
+
+// broken names a bug put in on purpose, by a build tag, so that the
+// project's tests can show they catch it (internal/clienttest's
+// TestBrokenClientsAreCaught); "" in every real build.
+const broken = ""
