@@ -106,9 +106,10 @@ func clientAt(t *testing.T, dsn string, cfg lease.Config) (*lease.Client, *logs)
 }
 
 type row struct {
-	held  bool
-	owner *string
-	epoch *int64
+	held    bool
+	owner   *string
+	epoch   *int64
+	expires *time.Time
 }
 
 func inspect(t *testing.T, srv *pgserver.Server, name string) row {
@@ -120,7 +121,7 @@ func inspect(t *testing.T, srv *pgserver.Server, name string) row {
 	}
 	defer conn.Close(ctx)
 	var r row
-	if err := conn.QueryRow(ctx, "SELECT held, owner, epoch FROM lease.inspect($1)", name).Scan(&r.held, &r.owner, &r.epoch); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", name).Scan(&r.held, &r.owner, &r.epoch, &r.expires); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
@@ -129,17 +127,12 @@ func TestPatroniFailover(t *testing.T) {
 	t.Logf("kept %d across the failover; the next grant %d", kept.Epoch, next.Epoch)
 }
 
+// expiry is the name's expiry on srv (a lease there has one).
 func expiry(t *testing.T, srv *pgserver.Server, name string) time.Time {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
+	r := inspect(t, srv, name)
+	if r.expires == nil {
+		t.Fatalf("%s has no expiry on %s", name, srv.Dir)
 	}
-	defer conn.Close(ctx)
-	var e time.Time
-	if err := conn.QueryRow(ctx, "SELECT expires_at FROM lease.inspect($1)", name).Scan(&e); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return *r.expires
 }
