@@ -28,20 +28,18 @@ func TestPgUpgrade(t *testing.T) {
 	}
 	// (said once, here, so that the test itself reports SKIP, not a PASS
 	// of skipped parts)
-	if inst := install(t); !exists(inst.BinDir + "/pg_upgrade") {
+	inst := install(t)
+	if _, err := os.Stat(inst.BinDir + "/pg_upgrade"); err != nil {
 		t.Skipf("%s has no pg_upgrade (the npm builds of 14 and 16)", inst.BinDir)
 	}
 	for _, version := range []string{model.PgLease.Version(), "0.3.0"} {
-		t.Run(version, func(t *testing.T) { pgUpgrade(t, version) })
+		t.Run(version, func(t *testing.T) { pgUpgrade(t, inst, version) })
 	}
 }
 
-func exists(path string) bool { _, err := os.Stat(path); return err == nil }
-
-func pgUpgrade(t *testing.T, version string) {
+func pgUpgrade(t *testing.T, inst pgserver.Install, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	inst := install(t)
 	if err := pgserver.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
 		t.Fatal(err)
 	}

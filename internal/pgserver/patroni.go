@@ -301,11 +301,7 @@ func (c *HACluster) logOf(name string) string {
 // Stop ends every Patroni, server and etcd, and removes the directory.
 func (c *HACluster) Stop() {
 	for _, n := range c.Nodes {
-		if n.patroni != nil && n.patroni.Process != nil {
-			n.patroni.Process.Kill()
-			n.patroni.Wait()
-		}
-		n.Kill()
+		n.Lose()
 	}
 	if c.etcd != nil && c.etcd.Process != nil {
 		c.etcd.Process.Kill()

@@ -517,11 +517,9 @@ BEGIN
             -- transaction created the row first (it waits for that one to
             -- end when it has not); the loop then reads the row.
             v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
-            -- Not inserted: another transaction created the row, or the
-            -- era must be settled first (a no-op when it was the former).
-            -- A blocking acquire bounds both waits (for a transaction that
-            -- created the name and has not ended, for one that enters an
-            -- era) by what is left of max_wait, as it does the row's.
+            -- A blocking acquire bounds the wait for a transaction that
+            -- created the name and has not ended by what is left of
+            -- max_wait, as it does the row's.
             IF v_wait > 0 THEN
                 BEGIN
                     v_lock_timeout := current_setting('lock_timeout');
@@ -534,14 +532,11 @@ BEGIN
                      WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
                     ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                     RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-                    IF NOT FOUND THEN
-                        PERFORM @extschema@.enter_era(v_next);
-                    END IF;
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
                 EXCEPTION WHEN lock_not_available THEN
                     RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
                         USING ERRCODE = '57014',
-                              DETAIL = 'lease.acquire gave up waiting: another transaction that takes a lease (created this name, or enters a new era) has not ended.',
+                              DETAIL = 'lease.acquire gave up waiting: another transaction that created this name has not ended.',
                               HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
                 END;
             ELSE
@@ -552,9 +547,6 @@ BEGIN
                  WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-                IF NOT FOUND THEN
-                    PERFORM @extschema@.enter_era(v_next);
-                END IF;
             END IF;
             IF epoch IS NOT NULL THEN
                 -- inserted
@@ -566,6 +558,24 @@ BEGIN
                 acquired := true;
                 RETURN NEXT;
                 RETURN;
+            END IF;
+            -- Not inserted: another transaction created the row, or the
+            -- era must be settled first (a no-op when it was the former).
+            IF v_wait > 0 THEN
+                BEGIN
+                    v_lock_timeout := current_setting('lock_timeout');
+                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                    PERFORM @extschema@.enter_era(v_next);
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                EXCEPTION WHEN lock_not_available THEN
+                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
+                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                END;
+            ELSE
+                PERFORM @extschema@.enter_era(v_next);
             END IF;
             CONTINUE;
         END IF;
@@ -595,7 +605,7 @@ BEGIN
                 EXCEPTION WHEN lock_not_available THEN
                     RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
                         USING ERRCODE = '57014',
-                              DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction that enters a new era has not ended.',
+                              DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
                               HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
                 END;
             ELSE
