@@ -2,6 +2,7 @@ package pgserver
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,10 @@ func (s *Server) StartPgBouncer(pool int, connect string) (*PgBouncer, error) {
 	go func() { b.exited <- cmd.Wait() }()
 	sock := filepath.Join(dir, fmt.Sprintf(".s.PGSQL.%d", PgBouncerPort))
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(sock); err == nil {
+		// (a connection, not the socket file: the file is there from
+		// bind, before pgbouncer listens, and a client then is refused)
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			return b, nil
 		}
 		select {
