@@ -40,8 +40,9 @@ SELECT band, new_eras, current FROM lease.current_era();
 
 -- A name that uses up its band moves the database to the next era by
 -- itself (set up as the table's owner could: e3 released at the band's
--- last epoch, 130 * 2^32); the holder keeps that epoch, a takeover gets
--- the next era's first
+-- last epoch, 130 * 2^32). A grant keeps or advances an epoch in place
+-- only below its band's last, so the next grant is the next era's first
+-- epoch, and a takeover after it the one after that
 UPDATE lease.leases SET epoch = 130 * 4294967296::bigint, owner = NULL, expires_at = NULL WHERE name = 'e3';
 SELECT acquired, epoch FROM lease.acquire('e3', 'b', interval '1 millisecond');
 SELECT pg_sleep(0.01);

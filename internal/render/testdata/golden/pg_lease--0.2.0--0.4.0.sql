@@ -366,7 +366,7 @@ DECLARE
     v_owner   text;
     v_epoch   bigint;
     v_expires timestamptz;
-    v_wait    numeric;  -- seconds this call may wait for the lease; 0: no waiting
+    v_wait    numeric;  -- seconds this call may wait for the lease (a blocking acquire)
     v_start   numeric;  -- clock_timestamp() at the start, in seconds
     v_poll    numeric;  -- lease.poll_interval in seconds, read on the first wait
     v_setting text;
@@ -374,14 +374,13 @@ DECLARE
     v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
     v_next    bigint;   -- the epoch a grant would take, before the era's floor
 BEGIN
-    -- Good arguments pass in one expression; the checks one by one, which
-    -- say what is wrong, run only when it is not true.
-    IF (acquire.name <> '' AND octet_length(acquire.name) <= 1024
-       AND acquire.owner <> '' AND octet_length(acquire.owner) <= 1024
+    -- Good arguments pass in one expression (max_wait, when given, in a
+    -- second); the checks one by one, which say what is wrong, run only
+    -- when it is not true.
+    IF (octet_length(acquire.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(acquire.owner) <@ int4range(1, 1024, '[]')
        AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
-       AND date_part('month', acquire.ttl) = 0 AND date_part('year', acquire.ttl) = 0
-       AND (acquire.max_wait IS NULL OR (acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
-                                         AND extract(epoch FROM acquire.max_wait) >= 0))) IS NOT TRUE THEN
+       AND date_trunc('month', acquire.ttl) = interval '0') IS NOT TRUE THEN
         IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
             RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
                 USING ERRCODE = '22023',
@@ -430,18 +429,243 @@ BEGIN
                       DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
         END IF;
     END IF;
-    v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
-    IF v_wait > 0 THEN
-        IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
-            RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
-                USING ERRCODE = '25000',
-                      DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
-                                      upper(current_setting('transaction_isolation'))),
-                      HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
+    IF acquire.max_wait IS NOT NULL THEN
+        IF (acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
+            AND extract(epoch FROM acquire.max_wait) >= 0) IS NOT TRUE THEN
+            -- (the same checks, so that they report in the same order)
+            IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
+                RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
+                                        WHEN acquire.name = '' THEN 'name is empty.'
+                                        ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
+            END IF;
+            IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
+                RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
+                                        WHEN acquire.owner = '' THEN 'owner is empty.'
+                                        ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
+            END IF;
+            IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
+                RAISE EXCEPTION 'max_wait must be finite'
+                    USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+            END IF;
+            v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
+            IF v_wait < 0 THEN
+                RAISE EXCEPTION 'max_wait must not be negative'
+                    USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+            END IF;
+            IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
+                RAISE EXCEPTION 'ttl must be a finite interval'
+                    USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
+            END IF;
+            IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
+                RAISE EXCEPTION 'ttl must not have a month or year part'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
+                          HINT = 'Give the ttl in days, hours, minutes or seconds.';
+            END IF;
+            IF acquire.ttl <= interval '0' THEN
+                RAISE EXCEPTION 'ttl must be positive'
+                    USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
+            END IF;
+            -- now + ttl must stay inside the timestamptz range (its end is
+            -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+            -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+            -- days or more: below that, both together fit until the year 18000.
+            IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
+               AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
+                RAISE EXCEPTION 'ttl is too long'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
+            END IF;
         END IF;
-        v_start := extract(epoch FROM clock_timestamp());
-    END IF;
+        v_wait := extract(epoch FROM acquire.max_wait);
+        IF v_wait > 0 THEN
+            -- Blocking: the same steps as below, with the wait's
+            -- bookkeeping, which a non-blocking call does not carry.
+            IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+                RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
+                    USING ERRCODE = '25000',
+                          DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
+                                          upper(current_setting('transaction_isolation'))),
+                          HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
+            END IF;
+            v_start := extract(epoch FROM clock_timestamp());
+            LOOP
+                -- Released or lapsed: take it. The write first, re-checking the
+                -- lease in its WHERE, in a subtransaction, so that a caller who
+                -- finds the lease taken by a concurrent contender rolls back the
+                -- row lock it got on the way instead of keeping it until the end of
+                -- its transaction (where it would make the new holder's renew or
+                -- release wait): when a concurrent writer changed the row, the
+                -- UPDATE waits for it and re-checks the newest version, taking its
+                -- lock even when the check then fails. clock_timestamp() is read as
+                -- the row is checked and written, after any wait.
+                BEGIN
+                    -- A wait for the row (behind a guard or a writer) counts
+                    -- against max_wait: lock_timeout is what is left, set inside
+                    -- this subtransaction, which undoes it on an error or a lost
+                    -- race; restored below on success.
+                    v_lock_timeout := current_setting('lock_timeout');
+                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                    -- The era is the one in era_now, while it was entered in this
+                    -- run of the server (a crash empties the unlogged table, a
+                    -- restart changes the start time); its band must have room for
+                    -- the epoch. Otherwise nothing is updated, and the era is
+                    -- settled below.
+                    UPDATE @extschema@.leases AS l
+                       SET owner = acquire.owner,
+                           -- A released lease keeps its epoch (release advanced it);
+                           -- a lapsed one is taken over under the next; at least the
+                           -- first epoch of the era's band.
+                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                      FROM @extschema@.era_now AS c
+                     WHERE l.name = acquire.name
+                       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                       AND c.boot = pg_postmaster_start_time()
+                       AND l.epoch < c.last_epoch
+                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                              current_setting('lease.synchronous_commit', true))
+                       NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                        PERFORM @extschema@.durable();
+                    END IF;
+                    RETURN NEXT;
+                    RETURN;
+                EXCEPTION WHEN no_data_found THEN
+                    NULL;  -- not taken (STRICT: no row): no lock is kept
+                WHEN lock_not_available THEN
+                    -- max_wait ran out while waiting for the row
+                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
+                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                END;
 
+                -- Not taken: a plain read with a fresh snapshot says why (no lock).
+                v_now := clock_timestamp();
+                SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+                  FROM @extschema@.leases AS l
+                 WHERE l.name = acquire.name;
+
+                IF NOT FOUND THEN
+                    -- Unknown name: above the purge mark and in the era's band.
+                    -- ON CONFLICT DO NOTHING takes no row lock when another
+                    -- transaction created the row first (it waits for that one to
+                    -- end when it has not); the loop then reads the row.
+                    v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
+                    -- The wait for a transaction that created the name and has not
+                    -- ended is bounded by what is left of max_wait, as the row's is.
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                        SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                               (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                          FROM @extschema@.era_now AS c
+                         WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                        ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                        RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that created this name has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    IF epoch IS NOT NULL THEN
+                        -- inserted
+                        IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                                  current_setting('lease.synchronous_commit', true))
+                           NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                            PERFORM @extschema@.durable();
+                        END IF;
+                        acquired := true;
+                        RETURN NEXT;
+                        RETURN;
+                    END IF;
+                    -- Not inserted: another transaction created the row, or the era
+                    -- must be settled first (a no-op when it was the former).
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        PERFORM @extschema@.enter_era(v_next);
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    CONTINUE;
+                END IF;
+
+                IF v_owner = acquire.owner AND v_expires > v_now THEN
+                    -- Held by the caller already: idempotent, does not extend.
+                    acquired := true;
+                    epoch := v_epoch;
+                    expires_at := v_expires;
+                    RETURN NEXT;
+                    RETURN;
+                END IF;
+
+                IF v_owner IS NULL OR v_expires <= v_now THEN
+                    -- Released or lapsed, yet not taken: it changed between the two,
+                    -- or the era must be settled first (a new era when this run of
+                    -- the server entered none, or when the epoch does not fit the
+                    -- era's band: the name used up its band, or its row came without
+                    -- the era it was granted in).
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        PERFORM @extschema@.enter_era(v_epoch::numeric + 1);
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    CONTINUE;
+                END IF;
+
+                -- Held by another owner.
+                v_left := v_start + v_wait - extract(epoch FROM v_now);
+                IF v_left <= 0 THEN
+                    RAISE EXCEPTION 'lease "%" is still held after waiting max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: the lease was neither released nor lapsed in time.',
+                              HINT = 'Retry later, or pass a longer max_wait.';
+                END IF;
+                IF v_poll IS NULL THEN
+                    -- Read once, on the first wait.
+                    v_setting := coalesce(nullif(current_setting('lease.poll_interval', true), ''), '10ms');
+                    BEGIN
+                        v_poll := CASE WHEN isfinite(v_setting::interval) THEN extract(epoch FROM v_setting::interval) END;
+                    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+                        v_poll := NULL;
+                    END;
+                    IF v_poll IS NULL OR v_poll <= 0 THEN
+                        RAISE EXCEPTION 'lease.poll_interval must be a positive interval'
+                            USING ERRCODE = '22023',
+                                  DETAIL = format('lease.poll_interval is %L.', v_setting),
+                                  HINT = format('Reset it, or set it to a duration such as %L.', '10ms');
+                    END IF;
+                END IF;
+                -- Sleep no longer than the poll interval, nor past the holder's
+                -- expiry, nor past the deadline. No lock is held while sleeping.
+                PERFORM pg_sleep(greatest(least(v_poll, v_left, extract(epoch FROM v_expires) - extract(epoch FROM v_now)), 0)::float8);
+            END LOOP;
+        END IF;
+    END IF;
     LOOP
         -- Released or lapsed: take it. The write first, re-checking the
         -- lease in its WHERE, in a subtransaction, so that a caller who
@@ -453,56 +677,33 @@ BEGIN
         -- lock even when the check then fails. clock_timestamp() is read as
         -- the row is checked and written, after any wait.
         BEGIN
-            IF v_wait > 0 THEN
-                -- A blocking acquire counts a wait for the row (behind a
-                -- guard or a writer) against max_wait: lock_timeout is what
-                -- is left, set inside this subtransaction, which undoes it
-                -- on an error or a lost race; restored below on success.
-                v_lock_timeout := current_setting('lock_timeout');
-                v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
-                PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-            END IF;
-            -- The era is the one in era_now, while it was entered in
-            -- this run of the server (a crash empties the unlogged table,
-            -- a restart changes the start time); its band must have room
-            -- for the epoch. Otherwise nothing is updated, and the era is
+            -- The era is the one in era_now, while it was entered in this
+            -- run of the server (a crash empties the unlogged table, a
+            -- restart changes the start time); its band must have room for
+            -- the epoch. Otherwise nothing is updated, and the era is
             -- settled below.
             UPDATE @extschema@.leases AS l
                SET owner = acquire.owner,
-                   -- A released lease keeps its epoch (release advanced
-                   -- it); a lapsed one is taken over under the next; at
-                   -- least the first epoch of the era's band.
+                   -- A released lease keeps its epoch (release advanced it);
+                   -- a lapsed one is taken over under the next; at least the
+                   -- first epoch of the era's band.
                    epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
                    expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
               FROM @extschema@.era_now AS c
              WHERE l.name = acquire.name
                AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
                AND c.boot = pg_postmaster_start_time()
-               AND CASE WHEN l.owner IS NULL THEN l.epoch <= c.last_epoch ELSE l.epoch < c.last_epoch END
-            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-            IF FOUND THEN
-                -- (after the test of FOUND: PERFORM sets FOUND too)
-                IF v_wait > 0 THEN
-                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                END IF;
-                IF current_setting('lease.floor') <> 'session'
-                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
-                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
-                    PERFORM @extschema@.durable();
-                END IF;
-                acquired := true;
-                RETURN NEXT;
-                RETURN;
+               AND l.epoch < c.last_epoch
+            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                      current_setting('lease.synchronous_commit', true))
+               NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                PERFORM @extschema@.durable();
             END IF;
-            RAISE EXCEPTION USING ERRCODE = 'LS001';
-        EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- not taken: no lock is kept
-        WHEN lock_not_available THEN
-            -- max_wait ran out while waiting for the row
-            RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
-                USING ERRCODE = '57014',
-                      DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
-                      HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+            RETURN NEXT;
+            RETURN;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not taken (STRICT: no row): no lock is kept
         END;
 
         -- Not taken: a plain read with a fresh snapshot says why (no lock).
@@ -517,66 +718,27 @@ BEGIN
             -- transaction created the row first (it waits for that one to
             -- end when it has not); the loop then reads the row.
             v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
-            -- A blocking acquire bounds the wait for a transaction that
-            -- created the name and has not ended by what is left of
-            -- max_wait, as it does the row's.
-            IF v_wait > 0 THEN
-                BEGIN
-                    v_lock_timeout := current_setting('lock_timeout');
-                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
-                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                    INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-                    SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                           (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                      FROM @extschema@.era_now AS c
-                     WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
-                    ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
-                    RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                EXCEPTION WHEN lock_not_available THEN
-                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
-                        USING ERRCODE = '57014',
-                              DETAIL = 'lease.acquire gave up waiting: another transaction that created this name has not ended.',
-                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
-                END;
-            ELSE
-                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-                SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                  FROM @extschema@.era_now AS c
-                 WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
-                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
-                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
-            END IF;
+            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+            SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+              FROM @extschema@.era_now AS c
+             WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             IF epoch IS NOT NULL THEN
                 -- inserted
-                IF current_setting('lease.floor') <> 'session'
-                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
-                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                          current_setting('lease.synchronous_commit', true))
+                   NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 acquired := true;
                 RETURN NEXT;
                 RETURN;
             END IF;
-            -- Not inserted: another transaction created the row, or the
-            -- era must be settled first (a no-op when it was the former).
-            IF v_wait > 0 THEN
-                BEGIN
-                    v_lock_timeout := current_setting('lock_timeout');
-                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
-                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                    PERFORM @extschema@.enter_era(v_next);
-                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                EXCEPTION WHEN lock_not_available THEN
-                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
-                        USING ERRCODE = '57014',
-                              DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
-                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
-                END;
-            ELSE
-                PERFORM @extschema@.enter_era(v_next);
-            END IF;
+            -- Not inserted: another transaction created the row, or the era
+            -- must be settled first (a no-op when it was the former).
+            PERFORM @extschema@.enter_era(v_next);
             CONTINUE;
         END IF;
 
@@ -590,63 +752,21 @@ BEGIN
         END IF;
 
         IF v_owner IS NULL OR v_expires <= v_now THEN
-            -- Released or lapsed, yet not taken: it changed between the
-            -- two, or the era must be settled first (a new era when this
-            -- run of the server entered none, or when the epoch does not
-            -- fit the era's band: the name used up its band, or its row
-            -- came without the era it was granted in).
-            IF v_wait > 0 THEN
-                BEGIN
-                    v_lock_timeout := current_setting('lock_timeout');
-                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
-                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                    PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
-                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                EXCEPTION WHEN lock_not_available THEN
-                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
-                        USING ERRCODE = '57014',
-                              DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
-                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
-                END;
-            ELSE
-                PERFORM @extschema@.enter_era(CASE WHEN v_owner IS NULL THEN v_epoch ELSE v_epoch::numeric + 1 END);
-            END IF;
+            -- Released or lapsed, yet not taken: it changed between the two,
+            -- or the era must be settled first (a new era when this run of
+            -- the server entered none, or when the epoch does not fit the
+            -- era's band: the name used up its band, or its row came without
+            -- the era it was granted in).
+            PERFORM @extschema@.enter_era(v_epoch::numeric + 1);
             CONTINUE;
         END IF;
 
         -- Held by another owner.
-        IF v_wait = 0 THEN
-            acquired := false;
-            epoch := NULL;
-            expires_at := NULL;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-        v_left := v_start + v_wait - extract(epoch FROM v_now);
-        IF v_left <= 0 THEN
-            RAISE EXCEPTION 'lease "%" is still held after waiting max_wait %', acquire.name, acquire.max_wait
-                USING ERRCODE = '57014',
-                      DETAIL = 'lease.acquire gave up waiting: the lease was neither released nor lapsed in time.',
-                      HINT = 'Retry later, or pass a longer max_wait.';
-        END IF;
-        IF v_poll IS NULL THEN
-            -- Read once, on the first wait.
-            v_setting := coalesce(nullif(current_setting('lease.poll_interval', true), ''), '10ms');
-            BEGIN
-                v_poll := CASE WHEN isfinite(v_setting::interval) THEN extract(epoch FROM v_setting::interval) END;
-            EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
-                v_poll := NULL;
-            END;
-            IF v_poll IS NULL OR v_poll <= 0 THEN
-                RAISE EXCEPTION 'lease.poll_interval must be a positive interval'
-                    USING ERRCODE = '22023',
-                          DETAIL = format('lease.poll_interval is %L.', v_setting),
-                          HINT = format('Reset it, or set it to a duration such as %L.', '10ms');
-            END IF;
-        END IF;
-        -- Sleep no longer than the poll interval, nor past the holder's
-        -- expiry, nor past the deadline. No lock is held while sleeping.
-        PERFORM pg_sleep(greatest(least(v_poll, v_left, extract(epoch FROM v_expires) - extract(epoch FROM v_now)), 0)::float8);
+        acquired := false;
+        epoch := NULL;
+        expires_at := NULL;
+        RETURN NEXT;
+        RETURN;
     END LOOP;
 END
 $function$;
@@ -665,11 +785,11 @@ DECLARE
 BEGIN
     -- Good arguments pass in one expression; the checks one by one, which
     -- say what is wrong, run only when it is not true.
-    IF (renew.name <> '' AND octet_length(renew.name) <= 1024
-       AND renew.owner <> '' AND octet_length(renew.owner) <= 1024
+    IF (octet_length(renew.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(renew.owner) <@ int4range(1, 1024, '[]')
        AND renew.epoch >= 1
        AND renew.ttl > interval '0' AND renew.ttl < interval '50000000 days'
-       AND date_part('month', renew.ttl) = 0 AND date_part('year', renew.ttl) = 0) IS NOT TRUE THEN
+       AND date_trunc('month', renew.ttl) = interval '0') IS NOT TRUE THEN
         IF renew.name IS NULL OR renew.name = '' OR octet_length(renew.name) > 1024 THEN
             RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
                 USING ERRCODE = '22023',
@@ -725,20 +845,16 @@ BEGIN
                SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
              WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
                AND l.expires_at > clock_timestamp()
-            RETURNING l.expires_at INTO expires_at;
-            IF FOUND THEN
-                IF current_setting('lease.floor') <> 'session'
-                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
-                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
-                    PERFORM @extschema@.durable();
-                END IF;
-                status := 'ok';
-                RETURN NEXT;
-                RETURN;
+            RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
+            IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                      current_setting('lease.synchronous_commit', true))
+               NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                PERFORM @extschema@.durable();
             END IF;
-            RAISE EXCEPTION USING ERRCODE = 'LS001';
-        EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- no lock is kept
+            RETURN NEXT;
+            RETURN;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not written (STRICT: no row): no lock is kept
         END;
         -- Not renewed: a plain read says why.
         v_now := clock_timestamp();
@@ -780,17 +896,18 @@ BEGIN
                SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
              WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
                AND l.expires_at > clock_timestamp();
+            -- (FOUND costs less here than a RETURNING ... INTO STRICT)
             IF FOUND THEN
-                IF current_setting('lease.floor') <> 'session'
-                   AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
-                        AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+                IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                          current_setting('lease.synchronous_commit', true))
+                   NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 RETURN 'ok';
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'LS001';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
-            NULL;  -- no lock is kept
+            NULL;  -- not released: no lock is kept
         END;
         -- Not released. The arguments are checked here, not first: only
         -- good ones can match a row (the functions store no other name,
@@ -798,8 +915,8 @@ BEGIN
         -- release that succeeds skips the check (11,000 instructions; good
         -- arguments pass in one expression, the checks one by one, which
         -- say what is wrong, run only when it is not true).
-        IF (release.name <> '' AND octet_length(release.name) <= 1024
-           AND release.owner <> '' AND octet_length(release.owner) <= 1024
+        IF (octet_length(release.name) <@ int4range(1, 1024, '[]')
+           AND octet_length(release.owner) <@ int4range(1, 1024, '[]')
            AND release.epoch >= 1) IS NOT TRUE THEN
             IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
                 RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
@@ -834,6 +951,78 @@ BEGIN
         EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
     END LOOP;
     RETURN v_status;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION @extschema@.guard(name text, owner text, epoch bigint)
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_status  text;
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (octet_length(guard.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(guard.owner) <@ int4range(1, 1024, '[]')
+       AND guard.epoch >= 1) IS NOT TRUE THEN
+        IF guard.name IS NULL OR guard.name = '' OR octet_length(guard.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.name IS NULL THEN 'name is NULL.'
+                                    WHEN guard.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(guard.name)) END;
+        END IF;
+        IF guard.owner IS NULL OR guard.owner = '' OR octet_length(guard.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN guard.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(guard.owner)) END;
+        END IF;
+        IF guard.epoch IS NULL OR guard.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(guard.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+    END IF;
+    LOOP
+        -- Lock the row in share mode until the caller's transaction ends,
+        -- the lease checked in the WHERE (on the newest version, after
+        -- waiting for a writer), in a subtransaction, so that a guard that
+        -- fails keeps no lock: a row that a concurrent writer changed is
+        -- locked before it is checked again.
+        BEGIN
+            SELECT l.expires_at INTO STRICT v_expires
+              FROM @extschema@.leases AS l
+             WHERE l.name = guard.name AND l.owner = guard.owner AND l.epoch = guard.epoch
+               AND l.expires_at > clock_timestamp()
+               FOR SHARE;
+            RETURN v_expires;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not written (STRICT: no row): no lock is kept
+        END;
+        -- Not held: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, l.expires_at INTO v_owner, v_epoch, v_expires
+          FROM @extschema@.leases AS l
+         WHERE l.name = guard.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> guard.owner THEN 'not_owner'
+                   WHEN v_epoch <> guard.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    RAISE EXCEPTION 'lease "%" is not held by "%" at epoch %', guard.name, guard.owner, guard.epoch
+        USING ERRCODE = '55000',
+              DETAIL = v_status,
+              HINT = 'Stop writing under this lease: acquire it again and use the epoch acquire returns.';
 END
 $function$;
 
@@ -882,9 +1071,9 @@ BEGIN
     IF v_max IS NOT NULL THEN
         INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
-        IF current_setting('lease.floor') <> 'session'
-           AND (current_setting('synchronous_commit') IN ('on', 'remote_apply') AND current_setting('lease.floor') = 'on'
-                AND coalesce(current_setting('lease.synchronous_commit', true), '') IN ('', 'on')) IS NOT TRUE THEN
+        IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
+                  current_setting('lease.synchronous_commit', true))
+           NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
             PERFORM @extschema@.durable();
         END IF;
     END IF;
