@@ -374,65 +374,21 @@ DECLARE
     v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
     v_next    bigint;   -- the epoch a grant would take, before the era's floor
 BEGIN
-    -- Good arguments pass in one expression (max_wait, when given, in a
-    -- second); the checks one by one, which say what is wrong, run only
-    -- when it is not true.
+    -- A non-blocking call with good arguments passes in one expression;
+    -- a call with max_wait checks its arguments again with max_wait's;
+    -- the checks one by one, which say what is wrong, run only when those
+    -- are not true.
     IF (octet_length(acquire.name) <@ int4range(1, 1024, '[]')
        AND octet_length(acquire.owner) <@ int4range(1, 1024, '[]')
        AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
-       AND date_trunc('month', acquire.ttl) = interval '0') IS NOT TRUE THEN
-        IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
-            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
-                USING ERRCODE = '22023',
-                      DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
-                                    WHEN acquire.name = '' THEN 'name is empty.'
-                                    ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
-        END IF;
-        IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
-            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
-                USING ERRCODE = '22023',
-                      DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
-                                    WHEN acquire.owner = '' THEN 'owner is empty.'
-                                    ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
-        END IF;
-        IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
-            RAISE EXCEPTION 'max_wait must be finite'
-                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
-        END IF;
-        v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
-        IF v_wait < 0 THEN
-            RAISE EXCEPTION 'max_wait must not be negative'
-                USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
-        END IF;
-        IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
-            RAISE EXCEPTION 'ttl must be a finite interval'
-                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
-        END IF;
-        IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
-            RAISE EXCEPTION 'ttl must not have a month or year part'
-                USING ERRCODE = '22023',
-                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
-                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
-        END IF;
-        IF acquire.ttl <= interval '0' THEN
-            RAISE EXCEPTION 'ttl must be positive'
-                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
-        END IF;
-        -- now + ttl must stay inside the timestamptz range (its end is
-        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
-        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
-        -- days or more: below that, both together fit until the year 18000.
-        IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
-           AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
-            RAISE EXCEPTION 'ttl is too long'
-                USING ERRCODE = '22023',
-                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
-        END IF;
-    END IF;
-    IF acquire.max_wait IS NOT NULL THEN
-        IF (acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
-            AND extract(epoch FROM acquire.max_wait) >= 0) IS NOT TRUE THEN
-            -- (the same checks, so that they report in the same order)
+       AND date_trunc('month', acquire.ttl) = interval '0'
+       AND acquire.max_wait IS NULL) IS NOT TRUE THEN
+        IF (octet_length(acquire.name) <@ int4range(1, 1024, '[]')
+           AND octet_length(acquire.owner) <@ int4range(1, 1024, '[]')
+           AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
+       AND date_trunc('month', acquire.ttl) = interval '0'
+           AND acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
+           AND extract(epoch FROM acquire.max_wait) >= 0) IS NOT TRUE THEN
             IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
                 RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
                     USING ERRCODE = '22023',
@@ -530,9 +486,8 @@ BEGIN
                        AND l.epoch < c.last_epoch
                     RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                    IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                              current_setting('lease.synchronous_commit', true))
-                       NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                    IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                         PERFORM @extschema@.durable();
                     END IF;
                     RETURN NEXT;
@@ -581,9 +536,8 @@ BEGIN
                     END;
                     IF epoch IS NOT NULL THEN
                         -- inserted
-                        IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                                  current_setting('lease.synchronous_commit', true))
-                           NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                        IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                             PERFORM @extschema@.durable();
                         END IF;
                         acquired := true;
@@ -695,9 +649,8 @@ BEGIN
                AND c.boot = pg_postmaster_start_time()
                AND l.epoch < c.last_epoch
             RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-            IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                      current_setting('lease.synchronous_commit', true))
-               NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+            IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                 PERFORM @extschema@.durable();
             END IF;
             RETURN NEXT;
@@ -727,9 +680,8 @@ BEGIN
             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             IF epoch IS NOT NULL THEN
                 -- inserted
-                IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                          current_setting('lease.synchronous_commit', true))
-                   NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 acquired := true;
@@ -846,9 +798,8 @@ BEGIN
              WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
                AND l.expires_at > clock_timestamp()
             RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
-            IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                      current_setting('lease.synchronous_commit', true))
-               NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+            IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                 PERFORM @extschema@.durable();
             END IF;
             RETURN NEXT;
@@ -898,9 +849,8 @@ BEGIN
                AND l.expires_at > clock_timestamp();
             -- (FOUND costs less here than a RETURNING ... INTO STRICT)
             IF FOUND THEN
-                IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                          current_setting('lease.synchronous_commit', true))
-                   NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+                IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                     PERFORM @extschema@.durable();
                 END IF;
                 RETURN 'ok';
@@ -1071,9 +1021,8 @@ BEGIN
     IF v_max IS NOT NULL THEN
         INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
-        IF concat(current_setting('synchronous_commit'), '/', current_setting('lease.floor'), '/',
-                  current_setting('lease.synchronous_commit', true))
-           NOT IN ('on/on/', 'on/on/on', 'remote_apply/on/', 'off/session/', 'on/session/', 'local/session/', 'remote_write/session/', 'remote_apply/session/') THEN
+        IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
             PERFORM @extschema@.durable();
         END IF;
     END IF;
