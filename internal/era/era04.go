@@ -113,14 +113,22 @@ func (d *DB) Settle(s Site, need int64, newEra bool, maxEpoch int64) (int64, err
 // Grant04 is acquire's epoch for a name whose row holds last (0: no row;
 // taken: the row's holder is taken over, not released) on site s, whose
 // leases hold epochs up to maxEpoch: at least the era's first epoch,
-// within its band, settling the era first.
+// within its band, settling the era first. A row's epoch is kept or
+// advanced in place only while it is below its band's last (the SQL's
+// UPDATE tests l.epoch < last_epoch, whether the row is released or
+// lapsed), so a row settles the era for last+1; a new name for its
+// first epoch.
 func (d *DB) Grant04(s Site, last int64, taken bool, maxEpoch int64) (int64, error) {
 	next := last
 	if taken || last == 0 {
 		next = last + 1
 	}
+	need := next
+	if last != 0 {
+		need = last + 1
+	}
 	for range 3 {
-		band, err := d.Settle(s, next, false, maxEpoch)
+		band, err := d.Settle(s, need, false, maxEpoch)
 		if err != nil {
 			return 0, err
 		}

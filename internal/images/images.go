@@ -347,7 +347,8 @@ type recipe struct {
 	// offers beside the server's, not installed: gpgv, which the deb
 	// proof installs to check a suite where the minimal system has only
 	// sqv (trixie and later); apt-utils, whose apt-ftparchive autopkgtest
-	// installs in a testbed to index the packages under test
+	// installs in a testbed to index the packages under test; the server
+	// of the major below, where upgradesTo names one
 	Offers []string `json:",omitempty"`
 	// Standins are the npm-only majors whose stand-in server debs the
 	// repository also offers (standinsOn)
@@ -393,6 +394,9 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			}
 			if fam.name == "debian-apt" {
 				r.Offers = []string{"gpgv", "apt-utils"}
+				if from, ok := upgradesTo[major]; ok {
+					r.Offers = append(r.Offers, model.DebServerPackage(from))
+				}
 				for _, m := range standinsOn[src.Suite] {
 					s, err := ServerFor(m, o.Arch)
 					if err != nil {

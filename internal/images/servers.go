@@ -33,6 +33,18 @@ var npmPackages = map[string]string{
 // server on that release too: 16 on trixie, beside Debian's own 17.
 var standinsOn = map[string][]int{"trixie": {16}}
 
+// upgradesTo are, by major, the major below it whose Debian server
+// package its Debian image (pglease/debian:N) also offers, from the same
+// release, so that pg_upgradecluster can move a cluster from one to the
+// other there as Debian users do it (make upgrade-ci): sid's 18 beside
+// experimental's 19. The other Debian majors come from releases that ship
+// one major each.
+var upgradesTo = map[int]int{19: 18}
+
+// UpgradeFrom is the major whose cluster the Debian image of major can
+// pg_upgradecluster to major, and whether there is one.
+func UpgradeFrom(major int) (int, bool) { m, ok := upgradesTo[major]; return m, ok }
+
 // Servers are the pinned npm builds (14-18 on amd64, 15-18 on arm64), used
 // where Debian's packages are not (see debianShips): the images of 14 and
 // 16, the EL9 stand-ins of 14-18, the bench.
