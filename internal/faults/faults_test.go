@@ -59,6 +59,9 @@ func TestScenarios(t *testing.T) {
 					lossShown = true
 				}
 			}
+			if s.Client {
+				wanted = append(wanted, ThroughClient)
+			}
 			for _, v := range wanted {
 				if !slices.ContainsFunc(variants, func(x Variant) bool { return x.Name == v.Name }) {
 					variants = append(variants, v)

@@ -31,6 +31,9 @@ type Variant struct {
 	// the newest install script ("" for pg_lease itself).
 	Extension string
 	Edits     []string
+	// Client: the clients go through the Go client package (lease)
+	// instead of calling the functions themselves.
+	Client bool
 }
 
 // Variants: the shipped 0.4.0; 0.2.0; 0.3.0 with its floor lowered by the
@@ -47,7 +50,10 @@ var (
 		Settings: []string{"SET lease.synchronous_commit = session"}}
 	NoFloor = Variant{Name: "0.4.0 without the floor", Create: "CREATE EXTENSION pg_lease",
 		Database: []string{"lease.synchronous_commit = session"}}
-	NoEras = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
+	// ThroughClient is the shipped 0.4.0 with the clients going through
+	// the Go client: the leases it reports must be given ones.
+	ThroughClient = Variant{Name: "0.4.0 through the client", Create: "CREATE EXTENSION pg_lease", Client: true}
+	NoEras        = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
 		// (acquire's two statements that join era_now, not enter_era's)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
 			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n"}}
@@ -73,6 +79,8 @@ type Scenario struct {
 	HA bool
 	// Long: left out of -faults.short (make test's share).
 	Long bool
+	// Client: also run with ThroughClient.
+	Client bool
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
 	// Needs are the variants that must show double grants here; Loses,
@@ -332,6 +340,7 @@ func (e *env) lost(ctx context.Context, s *pgserver.Server, acked int) error {
 var Scenarios = []Scenario{
 	{
 		Name: "crash", What: "kill -9 of the server, sessions at synchronous_commit = off",
+		Client:   true,
 		Sessions: []string{"SET synchronous_commit = off"},
 		Fault: func(ctx context.Context, e *env) error {
 			return e.killThen(ctx, func() (*pgserver.Server, error) { return e.primary, e.primary.Restart(ctx) })
@@ -362,6 +371,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby, sessions at synchronous_commit = off",
+		Client:   true,
 		Sessions: []string{"SET synchronous_commit = off"},
 		Primary:  []string{"synchronous_standby_names = 's1'"}, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
@@ -371,6 +381,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "async-failover", What: "the asynchronous standby 1 s behind, kill -9 of the primary, promotion",
+		Client:  true,
 		Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
 			return e.partitionThenFailover(ctx)
@@ -379,6 +390,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "patroni-failover", What: "Patroni and etcd: the primary's node lost (its Patroni and server killed), sessions at synchronous_commit = off; Patroni promotes the asynchronous replica once the leader key lapses",
+		Client:   true,
 		Sessions: []string{"SET synchronous_commit = off"},
 		HA:       true, Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
@@ -432,6 +444,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "split-brain", What: "replication cut, the standby promoted, clients on both the old and the new primary",
+		Client:  true,
 		Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
 			if err := e.standby.CutReplication(ctx); err != nil {
@@ -775,7 +788,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	}
 	e.moveAll(primary)
 	say("the clients start")
-	w := &workload{settings: append(append([]string{}, s.Sessions...), v.Settings...)}
+	w := &workload{settings: append(append([]string{}, s.Sessions...), v.Settings...), viaClient: v.Client}
 	e.w = w
 	for i := range max(o.Names, 1) {
 		w.names = append(w.names, fmt.Sprintf("n%d", i))

@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -31,6 +33,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pglease/pglease-gen/lease"
 )
 
 // Grant is one epoch a client was given, or may have been.
@@ -82,6 +86,11 @@ func (t *target) get() (string, int64) {
 type workload struct {
 	names    []string
 	settings []string // SET statements each connection runs first
+	// viaClient: the clients hold leases through the Go client package
+	// (github.com/pglease/pglease-gen/lease), which settles unknown
+	// outcomes itself and reports only given grants; a grant is recorded
+	// when it reports one.
+	viaClient bool
 
 	mu     sync.Mutex
 	grants []Grant
@@ -96,6 +105,10 @@ func (w *workload) run(ctx context.Context, groups []*target, clients int, seed 
 		go func() {
 			defer wg.Done()
 			c := &client{w: w, id: i, t: groups[i%len(groups)], rng: rand.New(rand.NewPCG(seed, uint64(i))), held: map[string]held{}}
+			if w.viaClient {
+				c.clientLoop(ctx)
+				return
+			}
 			c.loop(ctx)
 		}()
 	}
@@ -119,6 +132,9 @@ type client struct {
 	unsure []int // grants (indexes) whose COMMIT's outcome is unknown
 	held   map[string]held
 	warned atomic.Bool // the last COMMIT's notice was the cancelled wait
+	// through the Go client: one per target move, and the leases it holds
+	lc     *lease.Client
+	leases map[string]*lease.Lease
 }
 
 func (c *client) loop(ctx context.Context) {
@@ -214,6 +230,98 @@ func (c *client) settle(ctx context.Context) error {
 		c.unsure = c.unsure[1:]
 	}
 	return nil
+}
+
+// clientLoop is loop through the Go client: a new client (its own
+// connections) whenever the group moves, the sessions' settings passed as
+// the connection's parameters.
+func (c *client) clientLoop(ctx context.Context) {
+	defer func() {
+		if c.lc != nil {
+			c.lc.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		if dsn, gen := c.t.get(); c.lc == nil || c.dsn != dsn || c.gen != gen {
+			if c.lc != nil {
+				c.lc.Close() // its leases end (not released: they lapse)
+			}
+			lc, err := lease.New(dsn+sessionParams(c.w.settings), lease.Config{TTL: time.Second, Owner: fmt.Sprintf("c%d", c.id),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				c.lc = nil
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			c.lc, c.dsn, c.gen, c.leases = lc, dsn, gen, map[string]*lease.Lease{}
+		}
+		called, err := c.clientStep(ctx)
+		if !called {
+			continue
+		}
+		c.w.mu.Lock()
+		after := c.w.fault.Load()
+		switch {
+		case err == nil && after:
+			c.w.counts.After++
+		case err == nil:
+			c.w.counts.Before++
+		case after:
+			c.w.counts.FailedAfter++
+		}
+		c.w.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond) // the client reconnects by itself
+		}
+	}
+}
+
+// clientStep takes a name the client does not hold (TryAcquire), or
+// releases one it holds, or holds on to it a little while its keep-alive
+// renews it; called says whether it made a call.
+func (c *client) clientStep(ctx context.Context) (called bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	name := c.w.names[c.rng.IntN(len(c.w.names))]
+	if l, ok := c.leases[name]; ok {
+		if l.Err() != nil { // lost, or ended
+			delete(c.leases, name)
+			return false, nil
+		}
+		if c.rng.IntN(2) == 0 {
+			time.Sleep(time.Duration(c.rng.IntN(20)) * time.Millisecond)
+			return false, nil
+		}
+		delete(c.leases, name)
+		var lost *lease.LostError
+		if err := l.Release(cctx); err != nil && !errors.As(err, &lost) {
+			return true, err
+		}
+		return true, nil
+	}
+	l, err := c.lc.TryAcquire(cctx, name)
+	switch {
+	case errors.Is(err, lease.ErrNotAcquired):
+		return true, nil
+	case err != nil:
+		return true, err
+	}
+	c.record(Grant{Name: name, Owner: l.Owner, Epoch: l.Epoch, Sure: true, Given: true, Server: c.dsn, Gen: c.gen})
+	c.leases[name] = l
+	return true, nil
+}
+
+// sessionParams turns "SET name = value" statements into connection
+// parameters ( name=value) for a key=value connection string.
+func sessionParams(sets []string) string {
+	var b strings.Builder
+	for _, s := range sets {
+		k, v, ok := strings.Cut(strings.TrimPrefix(s, "SET "), "=")
+		if ok {
+			fmt.Fprintf(&b, " %s=%s", strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+	return b.String()
 }
 
 // step makes one call in its own transaction: an acquire of a name the
