@@ -41,6 +41,9 @@ type Lease struct {
 func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	if broken == "replyclock" {
+		sent = time.Now()
+	}
 	l.mu.Lock()
 	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
@@ -176,6 +179,9 @@ func (l *Lease) renewed(sent time.Time) {
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return
+	}
+	if broken == "replyclock" {
+		sent = time.Now()
 	}
 	l.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)
 	l.lastRenewErr = nil

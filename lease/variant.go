@@ -1,4 +1,4 @@
-//go:build !pglease_broken_giveup && !pglease_broken_nosettle
+//go:build !pglease_broken_giveup && !pglease_broken_nosettle && !pglease_broken_replyclock
 
 package lease
 

@@ -20,6 +20,8 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 		{"pglease_broken_giveup", "TestPatroniFailover", "the 30 s lease was lost across the failover"},
 		// a warned commit handed out without lease.inspect
 		{"pglease_broken_nosettle", "TestCancelledWaitSettled", "the grant was not settled by inspect"},
+		// a deadline counted from the reply, not from the send
+		{"pglease_broken_replyclock", "TestDeadlineFromSend", "counted from the reply, not from the send"},
 	} {
 		t.Run(v.tag, func(t *testing.T) {
 			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")

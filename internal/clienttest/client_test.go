@@ -348,6 +348,46 @@ func TestCancelledWaitSettled(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// TestDeadlineFromSend: a lease's local deadline counts from when its
+// grant was sent, so a reply that comes back late cannot move it past the
+// server's expiry. A trigger holds acquire's reply up for 600 ms after
+// the server computed expires_at (what a slow commit or a slow network
+// does; longer than the 100 ms margin); the lease's Deadline must still
+// come before the expires_at that lease.inspect shows (one machine: the
+// server's clock and the client's are one).
+func TestDeadlineFromSend(t *testing.T) {
+	srv := server(t)
+	exec(t, srv, `CREATE FUNCTION public.pglease_slow_reply() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.owner LIKE 'slow#%' THEN
+        PERFORM pg_sleep(0.6);
+    END IF;
+    RETURN NEW;
+END $$`, "CREATE TRIGGER pglease_slow_reply AFTER INSERT OR UPDATE ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_reply()")
+	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second, Owner: "slow", CallTimeout: 900 * time.Millisecond})
+	sent := time.Now()
+	l, err := c.TryAcquire(context.Background(), "slow")
+	if err != nil {
+		t.Fatalf("TryAcquire: %v\n%s", err, lg)
+	}
+	took := time.Since(sent)
+	r := inspect(t, srv, "slow")
+	if r.expires == nil {
+		t.Fatalf("inspect shows no expiry: %+v", r)
+	}
+	if took < 600*time.Millisecond {
+		t.Fatalf("the acquire took %v: the trigger did not hold its reply up", took)
+	}
+	if !l.Deadline().Before(*r.expires) {
+		t.Errorf("the lease's local deadline %v is not before the server's expiry %v (the acquire took %v): counted from the reply, not from the send",
+			l.Deadline().Format(time.RFC3339Nano), r.expires.Format(time.RFC3339Nano), took)
+	}
+	t.Logf("the acquire took %v; the local deadline is %v before the server's expiry", took.Round(time.Millisecond), r.expires.Sub(l.Deadline()).Round(time.Millisecond))
+	if err := l.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestCampaignAndObserve: two candidates take turns leading (each term
 // ends after 300 ms), and both lead; an observer on a third client sees
 // leaders with epochs that only grow, each the epoch its leader held.
