@@ -155,17 +155,7 @@ func (c *client) loop(ctx context.Context) {
 			}
 		}
 		err := c.step(ctx)
-		c.w.mu.Lock()
-		after := c.w.fault.Load()
-		switch {
-		case err == nil && after:
-			c.w.counts.After++
-		case err == nil:
-			c.w.counts.Before++
-		case after:
-			c.w.counts.FailedAfter++
-		}
-		c.w.mu.Unlock()
+		c.count(err)
 		if err != nil {
 			// whatever failed, start again on a fresh connection (the
 			// server may be gone, or this one a standby now)
@@ -232,6 +222,21 @@ func (c *client) settle(ctx context.Context) error {
 	return nil
 }
 
+// count counts a call that returned (err nil) or failed.
+func (c *client) count(err error) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	after := c.w.fault.Load()
+	switch {
+	case err == nil && after:
+		c.w.counts.After++
+	case err == nil:
+		c.w.counts.Before++
+	case after:
+		c.w.counts.FailedAfter++
+	}
+}
+
 // clientLoop is loop through the Go client: a new client (its own
 // connections) whenever the group moves, the sessions' settings passed as
 // the connection's parameters.
@@ -259,17 +264,7 @@ func (c *client) clientLoop(ctx context.Context) {
 		if !called {
 			continue
 		}
-		c.w.mu.Lock()
-		after := c.w.fault.Load()
-		switch {
-		case err == nil && after:
-			c.w.counts.After++
-		case err == nil:
-			c.w.counts.Before++
-		case after:
-			c.w.counts.FailedAfter++
-		}
-		c.w.mu.Unlock()
+		c.count(err)
 		if err != nil && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond) // the client reconnects by itself
 		}
