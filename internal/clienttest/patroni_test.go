@@ -15,11 +15,13 @@ import (
 	"github.com/pglease/pglease-gen/lease"
 )
 
-// TestPatroniFailover: the client against a primary and an asynchronous
-// replica that Patroni (with etcd, on loopback) runs, reached as an
-// application reaches them, through a connection string that names both
-// nodes with target_session_attrs=read-write. The primary's node is lost;
-// Patroni promotes the replica once the leader key lapses (about 11 s).
+// TestPatroniFailover: the client against three members that Patroni
+// (with etcd, on loopback) runs, a primary and two asynchronous replicas,
+// reached as an application reaches them, through a connection string
+// that names all three with target_session_attrs=read-write. The
+// primary's node is lost; Patroni promotes a replica of its choosing once
+// the leader key lapses (about 11 s), and the old leader, its Patroni
+// started again, rejoins as a replica while the clients work on.
 //   - A lease whose TTL outlasts the failover (30 s) rides it out: its
 //     keep-alive's renewals fail while there is no primary, and then renew
 //     it on the promoted server under the same epoch,
@@ -44,15 +46,20 @@ func TestPatroniFailover(t *testing.T) {
 	t.Cleanup(ha.Stop)
 	first := ha.Nodes[0]
 	exec(t, first.Server, "CREATE EXTENSION pg_lease")
-	second, err := ha.AddNode(ctx)
-	if err == nil {
-		err = second.WaitReplica(ctx)
+	// three members: the leader and two replicas
+	var replicas []*pgserver.HANode
+	for range 2 {
+		n, err := ha.AddNode(ctx)
+		if err == nil {
+			err = n.WaitReplica(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, n)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=%d,%d user=%s dbname=postgres sslmode=disable target_session_attrs=read-write connect_timeout=2",
-		first.Port, second.Port, first.User)
+	dsn := fmt.Sprintf("host=127.0.0.1,127.0.0.1,127.0.0.1 port=%d,%d,%d user=%s dbname=postgres sslmode=disable target_session_attrs=read-write connect_timeout=2",
+		first.Port, replicas[0].Port, replicas[1].Port, first.User)
 	// (renewals every 2 s: several fall in the failover and fail)
 	long, longLog := clientAt(t, dsn, lease.Config{TTL: 30 * time.Second, RenewEvery: 2 * time.Second})
 	short, _ := clientAt(t, dsn, lease.Config{TTL: 4 * time.Second})
@@ -64,25 +71,30 @@ func TestPatroniFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// both grants on the replica before the loss (asynchronous: wait)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		r1, r2 := inspect(t, second.Server, "kept"), inspect(t, second.Server, "lapsing")
-		if r1.held && r2.held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the grants did not reach the replica")
+	// both grants on both replicas before the loss (asynchronous: wait)
+	for _, r := range replicas {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r1, r2 := inspect(t, r.Server, "kept"), inspect(t, r.Server, "lapsing")
+			if r1.held && r2.held {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the grants did not reach the replica %s", r.Name)
+			}
 		}
 	}
 	lost := time.Now()
 	if err := first.Lose(); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.WaitPrimary(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// Patroni, not the test, picks the replica it promotes
+	second := promotedOf(ctx, t, replicas)
 	promoted := time.Since(lost)
 	t.Logf("Patroni promoted %s %.1f s after %s was lost", second.Name, promoted.Seconds(), first.Name)
+	// and the old leader rejoins as a replica (its Patroni started again
+	// rewinds it with pg_rewind), while the clients work on
+	rejoin := make(chan error, 1)
+	go func() { rejoin <- first.Rejoin(ctx) }()
 
 	// the short lease ended at its deadline, during the failover
 	select {
@@ -112,6 +124,13 @@ func TestPatroniFailover(t *testing.T) {
 	if r := inspect(t, second.Server, "kept"); !r.held || *r.owner != kept.Owner || *r.epoch != kept.Epoch {
 		t.Fatalf("on the promoted server: held %v by %v at %v; the lease is %s at %d", r.held, r.owner, r.epoch, kept.Owner, kept.Epoch)
 	}
+	if err := <-rejoin; err != nil {
+		t.Fatalf("the old leader did not rejoin: %v", err)
+	}
+	t.Logf("%s rejoined as a replica %.1f s after it was lost", first.Name, time.Since(lost).Seconds())
+	if err := kept.Err(); err != nil {
+		t.Fatalf("the 30 s lease was lost while the old leader rejoined: %v\n%s", err, longLog)
+	}
 	if err := kept.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +144,24 @@ func TestPatroniFailover(t *testing.T) {
 		t.Errorf("the grant after the failover has epoch %d, in the band of %d before it", next.Epoch, kept.Epoch)
 	}
 	t.Logf("kept %d across the failover; the next grant %d", kept.Epoch, next.Epoch)
+}
+
+// promotedOf waits until Patroni has promoted one of replicas, and
+// returns it.
+func promotedOf(ctx context.Context, t *testing.T, replicas []*pgserver.HANode) *pgserver.HANode {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, r := range replicas {
+			if role, err := r.Role(); err == nil && role == "primary" {
+				if err := r.WaitPrimary(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+		}
+	}
+	t.Fatal("Patroni promoted no replica within a minute")
+	return nil
 }
 
 // expiry is the name's expiry on srv (a lease there has one).
