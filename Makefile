@@ -25,6 +25,8 @@
 #                             this machine's PostgreSQL; make test runs it
 #   make failover             the same, longer, in the Debian images of
 #                             15, 17, 18 and 19 (FAILOVER_DURATION=20s)
+#   make upgrade-ci           pg_upgradecluster from 18 to 19 in the Debian
+#                             image that offers both; make test runs it
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make autopkgtest          Debian's autopkgtest on 15, 17, 18 and 19
