@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
@@ -41,27 +42,28 @@ func TestPgUpgrade(t *testing.T) {
 	}
 }
 
-var upgradecluster = flag.String("faults.upgradecluster", "", "TestPgUpgradecluster: OLD:NEW, the majors whose Debian packages the image offers (make upgrade-ci runs 18:19 in pglease/debian:19)")
+var upgradecluster = flag.Int("faults.upgradecluster", 0, "TestPgUpgradecluster: the major to upgrade to, in its Debian image, from the one that image also offers (make upgrade-ci: 19, from 18)")
 
 // TestPgUpgradecluster moves a cluster from one major to the next as a
 // Debian user does it: both majors' Debian packages installed from the
-// image's repository, a cluster of OLD made with pg_createcluster, leases
-// held in it, then pg_upgradecluster -m upgrade (pg_upgrade under
-// postgresql-common) to NEW. With 0.4.0 the held lease renews and releases
+// image's repository (NEW, the major -faults.upgradecluster names, and
+// OLD, the one images.UpgradeFrom says its image also offers), a cluster
+// of OLD made with pg_createcluster, leases held in it, then
+// pg_upgradecluster -m upgrade (pg_upgrade under postgresql-common) to
+// NEW. With 0.4.0 the held lease renews and releases
 // with its epoch on NEW, and new grants lie in a new generation above
 // every epoch before; with 0.3.0 every acquire fails until ALTER
 // EXTENSION pg_lease UPDATE. It runs in a Debian image whose repository
 // offers both majors (images.UpgradeFrom), as root: it installs packages.
 func TestPgUpgradecluster(t *testing.T) {
-	if *upgradecluster == "" {
-		t.Skip("make upgrade-ci runs it in the Debian image of 19 (-faults.upgradecluster=18:19)")
+	n := *upgradecluster
+	if n == 0 {
+		t.Skip("make upgrade-ci runs it in the Debian image of 19 (-faults.upgradecluster=19)")
 	}
 	testenv.Server(t)
-	from, to, ok := strings.Cut(*upgradecluster, ":")
-	o, err1 := strconv.Atoi(from)
-	n, err2 := strconv.Atoi(to)
-	if !ok || err1 != nil || err2 != nil || o >= n {
-		t.Fatalf("-faults.upgradecluster: %q is not OLD:NEW with OLD below NEW", *upgradecluster)
+	o, ok := images.UpgradeFrom(n)
+	if !ok {
+		t.Fatalf("-faults.upgradecluster=%d: the Debian image of %d offers no older major (images.upgradesTo)", n, n)
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("installs packages: run as root, in the Debian image (make upgrade-ci)")
@@ -101,7 +103,6 @@ func TestPgUpgradecluster(t *testing.T) {
 }
 
 func pgUpgrade(t *testing.T, oldInst, inst pgserver.Install, version string) {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, i := range []pgserver.Install{oldInst, inst} {
