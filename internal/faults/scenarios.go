@@ -549,6 +549,30 @@ var Scenarios = []Scenario{
 		Needs: []Variant{V020, NoEras},
 	},
 	{
+		Name: "pitr-twice", What: "point-in-time recovery of a base backup to a restore point (timeline 2, the clients on it for a second), that server lost, then the same backup recovered to a later point of timeline 1 (timeline 3)",
+		Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.pitrTwice(ctx, false, false)
+		},
+		Needs: []Variant{V020, NoEras},
+	},
+	{
+		Name: "pitr-reused-timeline", What: "pitr-twice with timeline 2's history file gone from the archive before the second recovery (a first recovery that archived elsewhere): PostgreSQL names the third line timeline 2 again; then lease.new_era()",
+		Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.pitrTwice(ctx, true, true)
+		},
+		Needs: []Variant{V020},
+	},
+	{
+		Name: "pitr-reused-timeline-no-new-era", What: "the same without lease.new_era(): two promotions to one timeline ID, the case the docs' first assumption excludes",
+		Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.pitrTwice(ctx, true, false)
+		},
+		Needs: []Variant{Shipped},
+	},
+	{
 		Name: "backup-new-era", What: "a base backup restored without archive recovery after the primary (restarted since the backup) is lost, then lease.new_era()",
 		Fault: func(ctx context.Context, e *env) error {
 			return e.restoreBackup(ctx, false, true, true)
@@ -635,13 +659,105 @@ func (e *env) restoreBackup(ctx context.Context, archive, newEra, restart bool) 
 		return err
 	}
 	if newEra {
-		// as the docs say (a variant without the function goes on without it)
-		if err := pgserver.Exec(ctx, b.DSN(db), "DO $$ BEGIN IF to_regprocedure('lease.new_era()') IS NOT NULL THEN PERFORM lease.new_era(); END IF; END $$"); err != nil {
+		if err := e.newEra(ctx, b); err != nil {
 			return err
 		}
 	}
 	e.moveAll(b)
 	return nil
+}
+
+// pitrTwice is an operator's point-in-time recovery that went to the
+// wrong point first: two base backups, then restore points p1 and p2 half
+// a second apart while the clients work, the primary lost once p2's WAL
+// is archived; the first backup recovered to p1 (timeline 2; the clients
+// work there for a second and its history file reaches the archive), that
+// server lost, the second backup recovered to p2 on timeline 1 (timeline
+// 3). Each line lacks grants the others gave: timeline 1's after p1 for
+// timeline 2, and timeline 2's and timeline 1's after p2 for timeline 3.
+// With loseHistory, timeline 2's history file is removed from the archive
+// before the second recovery, which then names its line timeline 2 again;
+// with newEra, lease.new_era() runs on it before the clients come.
+func (e *env) pitrTwice(ctx context.Context, loseHistory, newEra bool) error {
+	var backups [2]*pgserver.Server
+	for i := range backups {
+		b, err := e.primary.BaseBackup(ctx, e.dir)
+		if err != nil {
+			return err
+		}
+		e.servers = append(e.servers, b)
+		backups[i] = b
+	}
+	archive := filepath.Join(e.dir, "archive")
+	var segment string
+	for _, p := range []string{"p1", "p2"} {
+		time.Sleep(500 * time.Millisecond)
+		if err := queryRow(ctx, e.primary.DSN("postgres"), "SELECT pg_walfile_name(pg_create_restore_point('"+p+"'))", &segment); err != nil {
+			return err
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := pgserver.Exec(ctx, e.primary.DSN("postgres"), "SELECT pg_switch_wal()"); err != nil {
+		return err
+	}
+	if err := waitFile(filepath.Join(archive, segment)); err != nil {
+		return err
+	}
+	if err := e.primary.Kill(); err != nil {
+		return err
+	}
+	e.hold()
+	if err := backups[0].StartRecoveredTo(ctx, archive, "p1"); err != nil {
+		return err
+	}
+	e.say("recovered to p1 on timeline 2")
+	e.moveAll(backups[0])
+	time.Sleep(time.Second)
+	if err := waitFile(filepath.Join(archive, "00000002.history")); err != nil {
+		return err
+	}
+	if err := backups[0].Kill(); err != nil {
+		return err
+	}
+	e.hold()
+	if loseHistory {
+		if err := os.Remove(filepath.Join(archive, "00000002.history")); err != nil {
+			return err
+		}
+	}
+	if err := backups[1].StartRecoveredTo(ctx, archive, "p2"); err != nil {
+		return err
+	}
+	if newEra {
+		if err := e.newEra(ctx, backups[1]); err != nil {
+			return err
+		}
+	}
+	var tli int
+	if err := queryRow(ctx, backups[1].DSN("postgres"), "SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::int", &tli); err != nil {
+		return err
+	}
+	e.say("recovered to p2, on timeline %d", tli)
+	e.moveAll(backups[1])
+	return nil
+}
+
+// newEra calls lease.new_era() on s, as the docs say to after a restore
+// that needs it (a variant without the function goes on without it).
+func (e *env) newEra(ctx context.Context, s *pgserver.Server) error {
+	return pgserver.Exec(ctx, s.DSN(db), "DO $$ BEGIN IF to_regprocedure('lease.new_era()') IS NOT NULL THEN PERFORM lease.new_era(); END IF; END $$")
+}
+
+// waitFile waits up to 30 s for a file to exist (the archiver's copy).
+func waitFile(name string) error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(name); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within 30 s", name)
+		}
+	}
 }
 
 // Options configure a run.

@@ -125,9 +125,25 @@ func (s *Server) StartStandby(ctx context.Context, parent, name string) (*Server
 // timeline; without (archive ""), it starts as after a crash, on the
 // backup's own timeline.
 func (s *Server) StartRecovered(ctx context.Context, archive string) error {
-	if archive != "" {
-		lines := []string{"restore_command = 'cp " + archive + "/%f %p'", "recovery_target_timeline = 'latest'"}
-		if err := s.writeConf(lines, "recovery.signal"); err != nil {
+	if archive == "" {
+		return s.startRecovered(ctx, nil)
+	}
+	return s.startRecovered(ctx, []string{"restore_command = 'cp " + archive + "/%f %p'", "recovery_target_timeline = 'latest'"})
+}
+
+// StartRecoveredTo starts a base backup as a new primary by
+// point-in-time recovery: archive recovery from archive up to the restore
+// point named target (pg_create_restore_point) on the backup's own
+// timeline, then promotion, which begins the timeline after the newest
+// whose history file the archive holds.
+func (s *Server) StartRecoveredTo(ctx context.Context, archive, target string) error {
+	return s.startRecovered(ctx, []string{"restore_command = 'cp " + archive + "/%f %p'", "recovery_target_timeline = 'current'",
+		"recovery_target_name = '" + target + "'", "recovery_target_action = 'promote'"})
+}
+
+func (s *Server) startRecovered(ctx context.Context, recovery []string) error {
+	if recovery != nil {
+		if err := s.writeConf(recovery, "recovery.signal"); err != nil {
 			return err
 		}
 	}
