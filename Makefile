@@ -30,6 +30,9 @@
 #   make rpm-proof            build the RPMs, dnf install them on each major,
 #                             run both suites, dnf remove
 #   make autopkgtest          Debian's autopkgtest on 15, 17, 18 and 19
+#   make deb-build            a plain dpkg-buildpackage -b -us -uc of the
+#                             tarball (both suites at build time) in the
+#                             Debian build images of 17, 18 and 19
 #   make deb-proof            the same with the debs and apt-get on Debian
 #   make lint-ci              actionlint (with shellcheck) on the CI pipeline
 #   make arm64-ci             the bounded arm64 check make test runs, under
@@ -67,7 +70,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -85,7 +88,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest client-majors suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -119,10 +122,18 @@ lint-ci:
 
 # The fault tests run on their own (failover-ci), not beside the other
 # packages' tests: their servers do real work on both sides of a fault.
+# The bench module (embedded etcd, plotting: long to compile on a cold
+# build cache) is vetted and tested beside the main module's tests, which
+# wait on servers and containers more than on the CPU.
 go-test:
 	$(GO) vet ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$)
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@mkdir -p $(BUILD)
+	@echo "cd bench && $(GO) vet ./... && $(GO) test -count=1 ./... (beside the next step; its output follows it)"
+	@(cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...) > $(BUILD)/go-test-bench.log 2>&1 & bench=$$!; \
+	  echo '$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$)'; \
+	  $(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$); status=$$?; \
+	  wait $$bench; bstatus=$$?; cat $(BUILD)/go-test-bench.log; \
+	  test $$status -eq 0 && test $$bstatus -eq 0
 	cd lease && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Fault injection (internal/faults): every scenario with the newest version and the
@@ -260,6 +271,16 @@ bench-ir:
 AUTOPKGTEST_MAJORS ?= 15,17,18,19
 autopkgtest: docker images
 	$(GO) test -count=1 -v -timeout 30m -run TestAutopkgtest ./internal/deb -args -deb.autopkgtest=$(AUTOPKGTEST_MAJORS)
+
+# The source package built as a Debian packager builds it, with its tests,
+# in the Debian release of each major Debian ships beyond this host's 15
+# (make test builds it on this host: TestSourcePackage). Its images carry
+# the build dependencies (clang and llvm with the server-dev packages), so
+# only this target builds them.
+DEB_BUILD_MAJORS ?= 17,18,19
+deb-build: docker
+	$(GO) run ./cmd/pglease-gen images --pg $(DEB_BUILD_MAJORS) --deb-build
+	$(GO) test -count=1 -v -timeout 45m -run TestSourcePackageInImages ./internal/deb -args -deb.build=$(DEB_BUILD_MAJORS)
 
 # The Go client's tests (internal/clienttest) on the pinned server build of
 # each major; make test runs them on this machine's PostgreSQL 15.

@@ -79,9 +79,8 @@ type Scenario struct {
 	HA bool
 	// Long: left out of -faults.short (make test's share).
 	Long bool
-	// Client: also run with ThroughClient (in -faults.short only where
-	// the test runs the servers: Patroni's failover takes its leader
-	// key's TTL).
+	// Client: also run with ThroughClient (in -faults.short only in
+	// split-brain: shortClient).
 	Client bool
 	// Fault injects the fault into the environment and moves the clients.
 	Fault func(ctx context.Context, e *env) error
