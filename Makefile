@@ -74,7 +74,8 @@ ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
-PG_MAJOR := $(firstword $(subst ., ,$(word 2,$(PG_VERSION))))
+# the major: the leading digits of the version (17.12, 19rc1, 19beta2, 19devel)
+PG_MAJOR := $(shell expr '$(word 2,$(PG_VERSION))' : '\([0-9]*\)')
 # (checked once build/pglease.mk exists; make re-reads this file after making it)
 ifdef PG_MIN_MAJOR
 ifneq ($(shell test "$(PG_MAJOR)" -ge "$(PG_MIN_MAJOR)" 2>/dev/null && echo ok),ok)

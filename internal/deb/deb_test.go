@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,19 +185,42 @@ func buildersAgree(t *testing.T, codename, suffix string) {
 	if pureFiles[p] == nil || nativeFiles[p] == nil {
 		t.Fatalf("%s: pure Go wrote it %v, dpkg %v", p, pureFiles[p] != nil, nativeFiles[p] != nil)
 	}
-	pure, native := readDeb(t, pureFiles[p]), readDeb(t, nativeFiles[p])
-	if fmt.Sprint(pure.ArNames, pure.ArTimes) != fmt.Sprint(native.ArNames, native.ArTimes) {
-		t.Errorf("ar members: pure Go %v %v, dpkg %v %v", pure.ArNames, pure.ArTimes, native.ArNames, native.ArTimes)
+	SameDeb(t, pureFiles[p], nativeFiles[p])
+}
+
+// SameDeb fails t where the deb pureGo (ours) and the deb native
+// (dpkg-buildpackage's) differ: ar members and their times, the control
+// file, then every member of control.tar and data.tar, its header and its
+// contents (gzip members unpacked; md5sums aside, it follows the rest).
+func SameDeb(t *testing.T, pureGo, native []byte) {
+	t.Helper()
+	pure, nat := readDeb(t, pureGo), readDeb(t, native)
+	if fmt.Sprint(pure.ArNames, pure.ArTimes) != fmt.Sprint(nat.ArNames, nat.ArTimes) {
+		t.Errorf("ar members: pure Go %v %v, dpkg %v %v", pure.ArNames, pure.ArTimes, nat.ArNames, nat.ArTimes)
 	}
 	pc, _ := pure.ControlFile()
-	nc, _ := native.ControlFile()
+	nc, _ := nat.ControlFile()
 	if !bytes.Equal(pc, nc) {
 		t.Errorf("control files differ:\npure Go:\n%s\ndpkg:\n%s", pc, nc)
 	}
-	for _, pair := range [][2][]Member{{pure.Control, native.Control}, {pure.Data, native.Data}} {
+	for _, pair := range [][2][]Member{{pure.Control, nat.Control}, {pure.Data, nat.Data}} {
 		a, b := pair[0], pair[1]
 		if len(a) != len(b) {
-			t.Fatalf("pure Go has %d members, dpkg %d", len(a), len(b))
+			names := map[string]int{}
+			for _, m := range a {
+				names[m.Name]++
+			}
+			for _, m := range b {
+				names[m.Name]--
+			}
+			var only []string
+			for n, c := range names {
+				if c != 0 {
+					only = append(only, fmt.Sprintf("%s (%+d)", n, c))
+				}
+			}
+			slices.Sort(only)
+			t.Fatalf("pure Go has %d members, dpkg %d; in one only (+ pure Go, - dpkg): %v", len(a), len(b), only)
 		}
 		for i := range a {
 			x, y := a[i], b[i]

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,6 +171,119 @@ func autopkgtestMajor(t *testing.T, m int, broken bool) {
 		t.Fatalf("autopkgtest on %d exited %d:\n%s", m, code, tailOf(log))
 	}
 	t.Logf("PostgreSQL %d: autopkgtest installcheck PASS", m)
+}
+
+var buildMajors = flag.String("deb.build", "", "TestSourcePackageInImages: the majors whose Debian build image builds the source package (make deb-build: 17,18,19)")
+
+// TestSourcePackageInImages is TestSourcePackage on the other Debian
+// releases: for each major -deb.build names, a plain `dpkg-buildpackage
+// -b -us -uc` of the unpacked tarball in that major's build image
+// (images.DebianBuildRepository: the release Debian ships it in, the
+// Build-Depends installed, network none) builds the package of every major
+// the image supports and runs both suites at build time, and the deb of
+// that major is ours (pglease-gen's own builder), member for member. On
+// the first major the same tree with one expected output changed must fail
+// the build. make deb-build runs it; make test runs TestSourcePackage (15,
+// this host) only.
+func TestSourcePackageInImages(t *testing.T) {
+	if *buildMajors == "" {
+		t.Skip("make deb-build runs it (-deb.build=17,18,19)")
+	}
+	testenv.Tools(t, "docker")
+	testenv.Docker(t)
+	for i, f := range strings.Split(*buildMajors, ",") {
+		var m int
+		if _, err := fmt.Sscan(f, &m); err != nil || !images.DebianShips(m) {
+			t.Fatalf("-deb.build: %q is not a major Debian ships (%v)", f, images.DebianMajors())
+		}
+		t.Run(fmt.Sprint(m), func(t *testing.T) { buildInImage(t, m, false) })
+		if i == 0 {
+			t.Run(fmt.Sprintf("%d-broken-expected-output", m), func(t *testing.T) { buildInImage(t, m, true) })
+		}
+	}
+}
+
+// buildInImage runs dpkg-buildpackage -b -us -uc on the tarball's tree in
+// major m's build image, with one expected output changed when broken.
+func buildInImage(t *testing.T, m int, broken bool) {
+	dir := t.TempDir()
+	tree := unpackSource(t, dir)
+	if broken {
+		breakExpected(t, tree)
+	}
+	image := images.Ref(images.DebianBuildRepository, m, "")
+	// the tree is bind-mounted; the packages land beside it, in dir
+	cmd := exec.Command("docker", "run", "--rm", "--network", "none", "-v", dir+":/build",
+		"-w", "/build/"+filepath.Base(tree), image, "dpkg-buildpackage", "-b", "-us", "-uc")
+	out, err := cmd.CombinedOutput()
+	log := string(out)
+	if strings.Contains(log, "Unable to find image") || strings.Contains(log, "No such image") {
+		t.Fatalf("%s is missing: pglease-gen images --pg %d --deb-build builds it\n%s", image, m, tailOf(log))
+	}
+	if broken {
+		if err == nil || !strings.Contains(log, fmt.Sprintf("### End %d installcheck (FAILED", m)) {
+			t.Fatalf("dpkg-buildpackage in %s passed with a wrong expected output (err %v):\n%s", image, err, tailOf(log))
+		}
+		t.Logf("%s, a wrong expected output: the build fails in its installcheck, as it must", image)
+		return
+	}
+	if err != nil {
+		t.Fatalf("dpkg-buildpackage -b -us -uc in %s: %v\n%s", image, err, tailOf(log))
+	}
+	var majors []int
+	for _, b := range regexp.MustCompile(`### End (\d+) installcheck ###`).FindAllStringSubmatch(log, -1) {
+		var n int
+		fmt.Sscan(b[1], &n)
+		majors = append(majors, n)
+	}
+	if !slices.Contains(majors, m) {
+		t.Fatalf("dpkg-buildpackage in %s ran installcheck on %v, not on %d\n%s", image, majors, m, tailOf(log))
+	}
+	tests, err := suite.AllTests(pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// each suite of each major says it passed (the two lines are one when
+	// the suites have as many tests)
+	want := map[string]int{}
+	for _, s := range []suite.Kind{suite.Regress, suite.Isolation} {
+		want[fmt.Sprintf("All %d tests passed", len(tests[s]))] += len(majors)
+	}
+	for line, n := range want {
+		if got := strings.Count(log, line); got < n {
+			t.Fatalf("dpkg-buildpackage's log in %s has %q %d times, for %d suite runs: the build-time tests did not all run\n%s", image, line, got, n, tailOf(log))
+		}
+	}
+	// the deb of every major it built is ours
+	ours, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: majors, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo, Time: model.Packages.Released()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, major := range majors {
+		i := slices.IndexFunc(ours.Names(), func(name string) bool {
+			base := filepath.Base(name)
+			return strings.HasPrefix(base, model.PgLease.DebPackage(major)+"_") && strings.HasSuffix(base, ".deb")
+		})
+		if i < 0 {
+			t.Fatalf("pglease-gen's builder wrote no %s", model.PgLease.DebPackage(major))
+		}
+		name := ours.Names()[i]
+		theirs, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)))
+		if err != nil {
+			t.Fatalf("dpkg-buildpackage in %s did not write %s (ours): %v", image, filepath.Base(name), err)
+		}
+		deb.SameDeb(t, ours[name], theirs)
+	}
+	if !t.Failed() {
+		var tail []string
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "installcheck") || strings.Contains(l, "tests passed") || strings.Contains(l, "building package") {
+				tail = append(tail, "  "+strings.TrimSpace(l))
+			}
+		}
+		t.Logf("%s: dpkg-buildpackage ran both suites on %v and wrote their debs, member for member ours; its log says:\n%s", image, majors, strings.Join(tail, "\n"))
+	}
 }
 
 // unpackSource writes the source tarball into dir and unpacks it there,

@@ -229,3 +229,49 @@ func findLine(t *testing.T, dir, prefix string) string {
 	t.Fatalf("no %q in the Makefile", prefix)
 	return ""
 }
+
+// TestMakefileMajorGate runs the tarball's Makefile with a pg_config that
+// reports each kind of version PostgreSQL prints: a release, a Debian
+// package's, a release candidate, a beta and a development build of a
+// supported major pass its check; a major below the oldest supported is
+// refused, naming the version.
+func TestMakefileMajorGate(t *testing.T) {
+	testenv.Tools(t, "make", "expr")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), sources(t)["Makefile"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// PGXS: an empty makefile, so that only the gate can fail
+	if err := os.WriteFile(filepath.Join(dir, "pgxs.mk"), []byte("all:\n\t@echo built\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	min := model.PgLease.MinMajor()
+	for _, c := range []struct {
+		version string
+		ok      bool
+	}{
+		{fmt.Sprintf("PostgreSQL %d.2", min), true},
+		{"PostgreSQL 17.12 (Debian 17.12-0+deb13u1)", true},
+		{"PostgreSQL 19rc1 (Debian 19~rc1-1)", true},
+		{"PostgreSQL 19beta2", true},
+		{"PostgreSQL 19devel", true},
+		{fmt.Sprintf("PostgreSQL %d.22", min-1), false},
+		{fmt.Sprintf("PostgreSQL %dbeta1", min-1), false},
+	} {
+		fake := filepath.Join(dir, "pg_config")
+		script := fmt.Sprintf("#!/bin/sh\ncase \"$1\" in --version) echo '%s' ;; --pgxs) echo %s/pgxs.mk ;; esac\n", c.version, dir)
+		if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("make", "-s", "PG_CONFIG="+fake)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		refused := strings.Contains(string(out), fmt.Sprintf("needs PostgreSQL %d or newer", min))
+		switch {
+		case c.ok && (err != nil || refused):
+			t.Errorf("%q: the Makefile refused it (%v):\n%s", c.version, err, out)
+		case !c.ok && (err == nil || !refused || !strings.Contains(string(out), c.version)):
+			t.Errorf("%q: the Makefile did not refuse it naming the version (%v):\n%s", c.version, err, out)
+		}
+	}
+}

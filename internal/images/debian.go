@@ -154,11 +154,16 @@ func officialRun(r recipe) string {
 	if r.Debian == "" {
 		return ""
 	}
+	return installRun(r.source().pinned(r.Server.Major, r.Debian))
+}
+
+// installRun installs pkgs from the image's repository, then removes it.
+func installRun(pkgs []string) string {
 	return fmt.Sprintf("DEBIAN_FRONTEND=noninteractive apt-get -q -o APT::Sandbox::User=root update && "+
 		"DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends -o Dpkg::Options::=--force-confold "+
 		"-o APT::Sandbox::User=root install %s && "+
 		"rm -rf %s /etc/apt/sources.list.d/debian-standin.list /var/lib/apt/lists/* /var/cache/apt/*.bin",
-		strings.Join(r.source().pinned(r.Server.Major, r.Debian), " "), AptStandin)
+		strings.Join(pkgs, " "), AptStandin)
 }
 
 // debianNodes are the local apt repository (its debs, indexes and list
@@ -341,4 +346,49 @@ func aptDir(o Options, src DebianSource) string {
 		return filepath.Join(o.CacheDir, "apt-"+suite)
 	}
 	return filepath.Join(o.CacheDir, "apt-"+suite+"-"+o.Arch)
+}
+
+// DebianBuildRepository holds the images a Debian packager builds the
+// source package in (pglease-gen images --deb-build): the release Debian
+// ships a major in, with the server and everything the tarball's
+// debian/control.in names in Build-Depends installed from the image's
+// release, so that a plain `dpkg-buildpackage -b -us -uc` builds and tests
+// there with no network. Only for the majors Debian ships.
+const DebianBuildRepository = "pglease/debian-build"
+
+// buildDepends are the packages of a build image beyond the server: what
+// deb/control.in.tmpl's Build-Depends name, with build-essential, which
+// dpkg-checkbuilddeps requires of every build. Where the major comes from
+// a pocket (19 from experimental), its server-dev package comes from
+// there too, at the server's version; the release's postgresql-all brings
+// the release's own majors beside it. A drift from control.in fails the
+// build in the image (dpkg-checkbuilddeps), which TestSourcePackageInImages
+// runs.
+func buildDepends(src DebianSource, major int, v string) []string {
+	want := []string{"build-essential", "debhelper", "postgresql-all", "postgresql-server-dev-all"}
+	if src.Pocket != "" {
+		want = append(want, fmt.Sprintf("postgresql-server-dev-%d=%s", major, v), "libpq-dev="+v)
+	}
+	return want
+}
+
+// buildNodes are debianNodes with the host setting that makes every
+// installed server-dev package's major a supported one for pg_buildext
+// (postgresql-common's supported_versions(5): the token "installed"). On
+// a release whose default list already names the image's major it changes
+// nothing; on sid with experimental's 19 it is what makes 19 a build
+// target, as on a packager's host that installed it.
+func buildNodes(b env, r recipe) ([]node, error) {
+	nodes, err := debianNodes(b, r)
+	if err != nil {
+		return nil, err
+	}
+	return append(nodes, node{Path: "/etc/postgresql-common/supported_versions", Mode: 0o644,
+		Body: []byte("# every major whose postgresql-server-dev-N is installed\ninstalled\n")}), nil
+}
+
+// buildRun installs the server and the build dependencies from the
+// image's repository, then removes it.
+func buildRun(r recipe) string {
+	return installRun(append(r.source().pinned(r.Server.Major, r.Debian), r.Offers...))
 }

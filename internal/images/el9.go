@@ -37,12 +37,16 @@ type family struct {
 	layout func(int) layout.Layout
 	nodes  func(b env, r recipe) ([]node, error)
 	run    func(r recipe) string // a RUN step after the nodes are copied in, or ""
+	// onRequest families are built only when Options.DebBuild asks, and
+	// only for the majors Debian ships
+	onRequest bool
 }
 
 var families = []family{
-	{"debian", Repository, layout.Debian, officialNodes, officialRun},
-	{"el9", EL9Repository, layout.PGDG, el9Nodes, el9Run},
-	{"debian-apt", DebianRepository, layout.Debian, debianNodes, nil},
+	{"debian", Repository, layout.Debian, officialNodes, officialRun, false},
+	{"el9", EL9Repository, layout.PGDG, el9Nodes, el9Run, false},
+	{"debian-apt", DebianRepository, layout.Debian, debianNodes, nil, false},
+	{"debian-build", DebianBuildRepository, layout.Debian, buildNodes, buildRun, true},
 }
 
 // ServerPackage describes the stand-in postgresqlN-server RPM.

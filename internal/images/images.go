@@ -114,6 +114,9 @@ type Options struct {
 	CacheDir string // downloads and the debootstrap work dir; default: the user cache dir
 	Mirror   string // Debian mirror; default DefaultMirror
 	Progress io.Writer
+	// DebBuild also builds DebianBuildRepository's image of each major
+	// Debian ships (the source package's build dependencies installed)
+	DebBuild bool
 }
 
 // Tag is the local image of a major for an architecture, e.g.
@@ -138,7 +141,7 @@ func ArchTag(major int, arch string) string {
 // Local reports whether repo is one of the repositories of the local
 // images, which this package builds (no registry has them).
 func Local(repo string) bool {
-	return repo == Repository || repo == EL9Repository || repo == DebianRepository
+	return repo == Repository || repo == EL9Repository || repo == DebianRepository || repo == DebianBuildRepository
 }
 
 // Build makes sure the local image of every major in o.Majors exists and
@@ -375,6 +378,9 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 	}
 	debs := map[string]map[string][]byte{}
 	for _, fam := range families {
+		if fam.onRequest && (!o.DebBuild || !DebianShips(major)) {
+			continue
+		}
 		r := recipe{LayerVersion: layerVersion, Base: baseRef, Server: srv, Layout: fam.layout(major), PsqlMajor: psqlMajor, Family: fam.name, Arch: base.forArch(o.Arch).Arch}
 		// the Debian images take Debian's own package where Debian ships
 		// the major; the EL9 stand-in only when no npm build exists, and
@@ -391,6 +397,9 @@ func ensureMajor(ctx context.Context, c *dc.Client, o Options, baseRef string, m
 			}
 			if r.Debian, err = debianVersion(ctx, o, src, model.DebServerPackage(major)); err != nil {
 				return err
+			}
+			if fam.name == "debian-build" {
+				r.Offers = buildDepends(src, major, r.Debian)
 			}
 			if fam.name == "debian-apt" {
 				r.Offers = []string{"gpgv", "apt-utils"}

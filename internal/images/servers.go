@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,6 +41,13 @@ var standinsOn = map[string][]int{"trixie": {16}}
 // experimental's 19. The other Debian majors come from releases that ship
 // one major each.
 var upgradesTo = map[int]int{19: 18}
+
+// DebianShips reports whether Debian ships a major's server (and so
+// whether it has a build image, DebianBuildRepository).
+func DebianShips(major int) bool { _, ok := debianShips[major]; return ok }
+
+// DebianMajors are the majors Debian ships, in order.
+func DebianMajors() []int { return slices.Sorted(maps.Keys(debianShips)) }
 
 // UpgradeFrom is the major whose cluster the Debian image of major can
 // pg_upgradecluster to major, and whether there is one.
