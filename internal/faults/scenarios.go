@@ -572,6 +572,22 @@ var Scenarios = []Scenario{
 		Needs: []Variant{Shipped},
 	},
 	{
+		Name: "resetwal-new-era", What: "a clean restart, a second of grants, kill -9, pg_resetwal -f (the grants since the restart gone), start, then lease.new_era()",
+		Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.resetWAL(ctx, true)
+		},
+		Needs: []Variant{V020},
+	},
+	{
+		Name: "resetwal-no-new-era", What: "the same without lease.new_era(): the server starts as after a clean shutdown, the case the docs say needs the call",
+		Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.resetWAL(ctx, false)
+		},
+		Needs: []Variant{Shipped},
+	},
+	{
 		Name: "backup-new-era", What: "a base backup restored without archive recovery after the primary (restarted since the backup) is lost, then lease.new_era()",
 		Fault: func(ctx context.Context, e *env) error {
 			return e.restoreBackup(ctx, false, true, true)
@@ -738,6 +754,40 @@ func (e *env) pitrTwice(ctx context.Context, loseHistory, newEra bool) error {
 	}
 	e.say("recovered to p2, on timeline %d", tli)
 	e.moveAll(backups[1])
+	return nil
+}
+
+// resetWAL restarts the primary cleanly (its shutdown checkpoint writes
+// the era it is in to disk, the unlogged era_now among it), lets the
+// clients work for a second, kills it, throws its WAL away with
+// pg_resetwal and starts it again (with newEra, lease.new_era() before the
+// clients come): every grant since the restart is gone, acknowledged or
+// not, and the server starts as after a clean shutdown, the era of before
+// the restart on disk.
+func (e *env) resetWAL(ctx context.Context, newEra bool) error {
+	if err := e.primary.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := e.primary.Restart(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if err := e.primary.Kill(); err != nil {
+		return err
+	}
+	e.hold()
+	if err := e.primary.ResetWAL(ctx); err != nil {
+		return err
+	}
+	if err := e.primary.Restart(ctx); err != nil {
+		return err
+	}
+	if newEra {
+		if err := e.newEra(ctx, e.primary); err != nil {
+			return err
+		}
+	}
+	e.moveAll(e.primary)
 	return nil
 }
 

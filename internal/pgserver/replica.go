@@ -153,6 +153,18 @@ func (s *Server) startRecovered(ctx context.Context, recovery []string) error {
 	return s.waitPrimary(ctx)
 }
 
+// ResetWAL runs pg_resetwal -f on a server that is down (killed): the
+// operator's last resort when its WAL cannot be replayed. What had not
+// reached the data files by the last checkpoint is gone, and the server
+// starts without recovery, as after a clean shutdown.
+func (s *Server) ResetWAL(ctx context.Context) error {
+	os.Remove(filepath.Join(s.Data(), "postmaster.pid")) // pg_resetwal refuses while it is there
+	if out, err := s.run(ctx, "pg_resetwal", "-f", s.Data()); err != nil {
+		return fmt.Errorf("pg_resetwal: %w\n%s", err, out)
+	}
+	return nil
+}
+
 // coldCopy is BaseBackup without pg_basebackup: a copy of the data
 // directory while s is stopped.
 func (s *Server) coldCopy(ctx context.Context, parent string) (*Server, error) {
