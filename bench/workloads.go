@@ -26,8 +26,11 @@ type Result struct {
 	Tries    int // attempts, where they differ from Ops
 	Elapsed  time.Duration
 	Lat      []time.Duration
-	CPU      float64       // hand-off: waiter's server CPU, share of one core while waiting
-	Server   time.Duration // CPU time of the clients' server processes (PostgreSQL systems)
+	// hand-off: the holder's acquire of the free name before each
+	// hand-off, as the same system's floor for the waiter's acquire
+	Acquire []time.Duration
+	CPU     float64       // hand-off: waiter's server CPU, share of one core while waiting
+	Server  time.Duration // CPU time of the clients' server processes (PostgreSQL systems)
 }
 
 // ServerPerOp is the server CPU time per operation.
@@ -40,11 +43,13 @@ func (r Result) ServerPerOp() time.Duration {
 
 func (r Result) PerSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
 
-func (r Result) Pct(p float64) time.Duration {
-	if len(r.Lat) == 0 {
+func (r Result) Pct(p float64) time.Duration { return pct(r.Lat, p) }
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
 		return 0
 	}
-	s := slices.Clone(r.Lat)
+	s := slices.Clone(lat)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
@@ -52,7 +57,11 @@ func (r Result) Pct(p float64) time.Duration {
 func (r Result) Key() string { return r.System + " (" + r.Durable + ")" }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%-9s %-26s c=%d  %9.0f/s  p50 %-9s p99 %s", r.Workload, r.Key(), r.Clients, r.PerSec(), r.Pct(0.5), r.Pct(0.99))
+	s := fmt.Sprintf("%-9s %-26s c=%d  %9.0f/s  p50 %-9s p99 %s", r.Workload, r.Key(), r.Clients, r.PerSec(), r.Pct(0.5), r.Pct(0.99))
+	if len(r.Acquire) > 0 {
+		s += fmt.Sprintf("  (a free name's acquire: p50 %s p99 %s)", pct(r.Acquire, 0.5), pct(r.Acquire, 0.99))
+	}
+	return s
 }
 
 // parallel runs op on clients connections for d and collects latencies.
@@ -205,7 +214,9 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 	start := time.Now()
 	for k := range n {
 		name := fmt.Sprintf("handoff-%d", k%4)
+		a0 := time.Now()
 		tok, ok, err := holder.Acquire(ctx, name, "holder", time.Minute)
+		r.Acquire = append(r.Acquire, time.Since(a0))
 		if err != nil || !ok {
 			return r, errOr(err, "holder could not acquire %s", name)
 		}
