@@ -112,15 +112,21 @@ func TestAutopkgtest(t *testing.T) {
 	}
 	testenv.Tools(t, "pg_buildext", "autopkgtest", "docker")
 	testenv.Docker(t)
-	for i, f := range strings.Split(*autopkgtestMajors, ",") {
+	eachDebianMajor(t, "-deb.autopkgtest", *autopkgtestMajors, autopkgtestMajor)
+}
+
+// eachDebianMajor runs run on each major of the comma-separated list
+// (named by flag) as a subtest, and on the first also with one expected
+// output changed (broken), where what run tests must fail.
+func eachDebianMajor(t *testing.T, flag, list string, run func(t *testing.T, m int, broken bool)) {
+	for i, f := range strings.Split(list, ",") {
 		var m int
-		if _, err := fmt.Sscan(f, &m); err != nil {
-			t.Fatalf("-deb.autopkgtest: %q is not a major", f)
+		if _, err := fmt.Sscan(f, &m); err != nil || !images.DebianShips(m) {
+			t.Fatalf("%s: %q is not a major Debian ships (%v)", flag, f, images.DebianMajors())
 		}
-		t.Run(fmt.Sprint(m), func(t *testing.T) { autopkgtestMajor(t, m, false) })
+		t.Run(fmt.Sprint(m), func(t *testing.T) { run(t, m, false) })
 		if i == 0 {
-			// the same with one expected output changed: autopkgtest must fail
-			t.Run(fmt.Sprintf("%d-broken-expected-output", m), func(t *testing.T) { autopkgtestMajor(t, m, true) })
+			t.Run(fmt.Sprintf("%d-broken-expected-output", m), func(t *testing.T) { run(t, m, true) })
 		}
 	}
 }
@@ -191,16 +197,7 @@ func TestSourcePackageInImages(t *testing.T) {
 	}
 	testenv.Tools(t, "docker")
 	testenv.Docker(t)
-	for i, f := range strings.Split(*buildMajors, ",") {
-		var m int
-		if _, err := fmt.Sscan(f, &m); err != nil || !images.DebianShips(m) {
-			t.Fatalf("-deb.build: %q is not a major Debian ships (%v)", f, images.DebianMajors())
-		}
-		t.Run(fmt.Sprint(m), func(t *testing.T) { buildInImage(t, m, false) })
-		if i == 0 {
-			t.Run(fmt.Sprintf("%d-broken-expected-output", m), func(t *testing.T) { buildInImage(t, m, true) })
-		}
-	}
+	eachDebianMajor(t, "-deb.build", *buildMajors, buildInImage)
 }
 
 // buildInImage runs dpkg-buildpackage -b -us -uc on the tarball's tree in
