@@ -38,6 +38,9 @@ func TestScenarios(t *testing.T) {
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
+	if i := slices.IndexFunc(Scenarios, func(s Scenario) bool { return s.Name == shortClient }); i < 0 || !Scenarios[i].Client || Scenarios[i].Long || Scenarios[i].HA {
+		t.Fatalf("shortClient %q must name a scenario marked Client that the short run takes (not Long, not HA)", shortClient)
+	}
 	lossShown := false
 	for _, s := range Scenarios {
 		if *only != "" && !strings.Contains(s.Name, *only) {

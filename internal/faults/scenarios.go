@@ -752,6 +752,10 @@ func (e *env) pitrTwice(ctx context.Context, loseHistory, newEra bool) error {
 	if err := queryRow(ctx, backups[1].DSN("postgres"), "SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::int", &tli); err != nil {
 		return err
 	}
+	// the scenario is the timeline PostgreSQL names: a new one, or 2 again
+	if want := map[bool]int{false: 3, true: 2}[loseHistory]; tli != want {
+		return fmt.Errorf("the second recovery is on timeline %d, not %d: the scenario did not happen", tli, want)
+	}
 	e.say("recovered to p2, on timeline %d", tli)
 	e.moveAll(backups[1])
 	return nil
