@@ -145,22 +145,10 @@ func autopkgtestMajor(t *testing.T, m int, broken bool) {
 	if err := os.WriteFile(filepath.Join(tree, "debian", "files"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
-		Majors: []int{m}, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo, Time: model.Packages.Released()})
-	if err != nil {
+	ours := ourDebs(t, m)[m]
+	debPath := filepath.Join(dir, ours.name)
+	if err := os.WriteFile(debPath, ours.body, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	var debPath string
-	for _, name := range files.Names() {
-		if strings.HasSuffix(name, ".deb") && strings.Contains(filepath.Base(name), model.PgLease.DebPackage(m)+"_") {
-			debPath = filepath.Join(dir, filepath.Base(name))
-			if err := os.WriteFile(debPath, files[name], 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if debPath == "" {
-		t.Fatalf("the build wrote no %s", model.PgLease.DebPackage(m))
 	}
 	if broken {
 		breakExpected(t, tree)
@@ -257,25 +245,12 @@ func buildInImage(t *testing.T, m int, broken bool) {
 		}
 	}
 	// the deb of every major it built is ours
-	ours, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
-		Majors: majors, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo, Time: model.Packages.Released()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, major := range majors {
-		i := slices.IndexFunc(ours.Names(), func(name string) bool {
-			base := filepath.Base(name)
-			return strings.HasPrefix(base, model.PgLease.DebPackage(major)+"_") && strings.HasSuffix(base, ".deb")
-		})
-		if i < 0 {
-			t.Fatalf("pglease-gen's builder wrote no %s", model.PgLease.DebPackage(major))
-		}
-		name := ours.Names()[i]
-		theirs, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)))
+	for _, ours := range ourDebs(t, majors...) {
+		theirs, err := os.ReadFile(filepath.Join(dir, ours.name))
 		if err != nil {
-			t.Fatalf("dpkg-buildpackage in %s did not write %s (ours): %v", image, filepath.Base(name), err)
+			t.Fatalf("dpkg-buildpackage in %s did not write %s (ours): %v", image, ours.name, err)
 		}
-		deb.SameDeb(t, ours[name], theirs)
+		deb.SameDeb(t, ours.body, theirs)
 	}
 	if !t.Failed() {
 		var tail []string
@@ -286,6 +261,35 @@ func buildInImage(t *testing.T, m int, broken bool) {
 		}
 		t.Logf("%s: dpkg-buildpackage ran both suites on %v and wrote their debs, member for member ours; its log says:\n%s", image, majors, strings.Join(tail, "\n"))
 	}
+}
+
+// aDeb is one built deb: its file name and its bytes.
+type aDeb struct {
+	name string
+	body []byte
+}
+
+// ourDebs are the debs pglease-gen's own builder makes of the majors, by
+// major; a major it makes none of fails t.
+func ourDebs(t *testing.T, majors ...int) map[int]aDeb {
+	t.Helper()
+	files, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: majors, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo, Time: model.Packages.Released()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	debs := map[int]aDeb{}
+	for _, m := range majors {
+		for _, name := range files.Names() {
+			if base := filepath.Base(name); strings.HasPrefix(base, model.PgLease.DebPackage(m)+"_") && strings.HasSuffix(base, ".deb") {
+				debs[m] = aDeb{base, files[name]}
+			}
+		}
+		if _, ok := debs[m]; !ok {
+			t.Fatalf("pglease-gen's builder wrote no %s", model.PgLease.DebPackage(m))
+		}
+	}
+	return debs
 }
 
 // unpackSource writes the source tarball into dir and unpacks it there,
