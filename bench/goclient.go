@@ -9,9 +9,18 @@ import (
 	"github.com/pglease/pglease-gen/lease"
 )
 
-// goClient is pg_lease through the Go client (module lease): a waiting
-// acquire waits on the client side, woken by the notification that the
-// client's release sends. Only the hand-off is measured with it.
+// goClientSystem is pg_lease through the Go client (module lease), its
+// sessions at synchronous_commit = sync.
+func goClientSystem(dsn, sync string) System {
+	dsn += " options='-c synchronous_commit=" + sync + "'"
+	return System{Name: "pg_lease, Go client", Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
+		return &goClient{dsn: dsn}, nil
+	}}
+}
+
+// goClient is pg_lease through the Go client: a waiting acquire waits on
+// the client side (the client watches the name), woken by the
+// notification that release sends.
 type goClient struct {
 	dsn  string
 	mu   sync.Mutex

@@ -69,12 +69,14 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 	rows := []struct {
 		name, this, sync string
 		script           func(int) string
+		less             func(int) string // counted and taken off, if set
 	}{
-		{"cycle, synchronous_commit = on", "this_ir", "on", irCycles},
-		{"renew, synchronous_commit = on", "this_ir", "on", irRenews},
-		{"cycle, synchronous_commit = off (the floor flushes each change)", "this_ir", "off", irCycles},
-		{"cycle, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irCycles},
-		{"renew, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irRenews},
+		{"cycle, synchronous_commit = on", "this_ir", "on", irCycles, nil},
+		{"renew, synchronous_commit = on", "this_ir", "on", irRenews, nil},
+		{"cycle, synchronous_commit = off (the floor flushes each change)", "this_ir", "off", irCycles, nil},
+		{"cycle, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irCycles, nil},
+		{"renew, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irRenews, nil},
+		{"release alone (nobody watches), synchronous_commit = on", "this_ir", "on", irReleases, irGrants},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Instructions per operation, this tree against %s, PostgreSQL %s\n\n", o.baseline, s.Version)
@@ -87,6 +89,17 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 		old, err := count("base_ir", r.sync, r.script)
 		if err != nil {
 			return "", err
+		}
+		if r.less != nil {
+			thisLess, err := count(r.this, r.sync, r.less)
+			if err != nil {
+				return "", err
+			}
+			oldLess, err := count("base_ir", r.sync, r.less)
+			if err != nil {
+				return "", err
+			}
+			this, old = this-thisLess, old-oldLess
 		}
 		say("%s: this %.0f, baseline %.0f instructions per operation", r.name, this, old)
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.3f |\n", r.name, this, old, this/old)
@@ -109,6 +122,27 @@ func irCycles(n int) string {
 	for i := range n {
 		name := fmt.Sprintf("ir-%03d", i%irNames)
 		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('%s', 'o', '30s');\n", name)
+		fmt.Fprintf(&b, "SELECT lease.release('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'));\n", name, name)
+	}
+	return b.String()
+}
+
+// irGrants is n first grants, each of a new name.
+func irGrants(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('rel-%05d', 'o', '1h');\n", i)
+	}
+	return b.String()
+}
+
+// irReleases is irGrants, then the n releases: with irGrants counted and
+// taken off, what a release costs.
+func irReleases(n int) string {
+	var b strings.Builder
+	b.WriteString(irGrants(n))
+	for i := range n {
+		name := fmt.Sprintf("rel-%05d", i)
 		fmt.Fprintf(&b, "SELECT lease.release('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'));\n", name, name)
 	}
 	return b.String()

@@ -52,7 +52,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), ir (instructions per operation under valgrind, with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), ir (instructions per operation under valgrind, with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab or ir: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -139,6 +139,14 @@ func run(o options) error {
 		fmt.Print("\n" + md)
 		return nil
 	}
+	if o.only == "client" {
+		md, err := clientBench(ctx, o, names, work)
+		if err != nil {
+			return err
+		}
+		fmt.Print("\n" + md)
+		return nil
+	}
 	if o.only == "ab" {
 		md, err := abBench(ctx, o, names, work)
 		if err != nil {
@@ -213,9 +221,7 @@ func run(o options) error {
 			}
 			return &etcdClient{c: c}, nil
 		}},
-		{Name: "pg_lease, Go client", Durable: "sync on", HandOffOnly: true, Connect: func(ctx context.Context) (Client, error) {
-			return &goClient{dsn: dsn}, nil
-		}},
+		func() System { s := goClientSystem(dsn, "on"); s.HandOffOnly = true; return s }(),
 	}
 
 	var rs []Result

@@ -2,7 +2,7 @@
 // gives expiring ownership of named resources with fencing epochs.
 //
 // A Client holds leases for one process: Acquire waits for a name (woken
-// at once when a holder using this package releases it, at the lease's
+// at once when its holder releases it, at the lease's
 // expiry otherwise, polling with jitter in between), and the Lease it
 // returns renews itself in the background until it is released or lost.
 // Its Context ends when the lease is lost, at the latest at a local
@@ -39,17 +39,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
-// Channel is the notification channel a Client's Release notifies (with
-// the name as the payload) and its waiting Acquires listen on.
-const Channel = "pg_lease_released"
+// Channel is the notification channel that the extension's release
+// notifies (with the name as the payload) while a session watches the
+// name (lease.watch), as a Client waiting for it does.
+const Channel = "lease_released"
 
 // The SQL of each call.
 const (
 	acquireSQL = "SELECT acquired, epoch FROM lease.acquire($1, $2, $3::interval)"
 	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
-	// the notification goes with a release that released, in its
-	// transaction; clients that do not listen pay nothing for it
-	releaseSQL = "SELECT r, (SELECT count(*) FROM (SELECT pg_notify('" + Channel + "', $1) WHERE r = 'ok') AS n) FROM lease.release($1, $2, $3) AS r"
+	// a release notifies Channel only while some session watches the name
+	releaseSQL = "SELECT lease.release($1, $2, $3)"
+	watchSQL   = "SELECT lease.watch($1)"
+	unwatchSQL = "SELECT lease.unwatch($1)"
 	// how long the lease has left, in server time: never compared with
 	// this machine's clock
 	inspectSQL = "SELECT held, owner, epoch, greatest(expires_at - clock_timestamp(), interval '0') FROM lease.inspect($1)"
@@ -175,8 +177,9 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 }
 
 // Acquire takes the lease on name, waiting while another owner holds it
-// until ctx ends. A wait wakes at once when a holder using this package
-// releases the name, when the holder's lease expires (server time), and
+// until ctx ends. A wait wakes at once when the holder releases the name
+// (the client watches it: lease.watch, pg_lease 0.4.0 and later), when
+// the holder's lease expires (server time), and
 // otherwise polls from PollMin to PollMax with jitter. Errors other than
 // contention are retried within the wait and logged.
 func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {

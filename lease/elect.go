@@ -44,7 +44,7 @@ type Holder struct {
 // Observe reports who holds name: the state at once, then each change,
 // until ctx ends or the observer can no longer tell (no lease.inspect
 // succeeded for a TTL: the last value carries Err). It wakes when a
-// client of this package releases the name, when the holder's lease runs
+// holder releases the name (lease.watch), when the holder's lease runs
 // out (server time), and otherwise every PollMax.
 func (c *Client) Observe(ctx context.Context, name string) <-chan Holder {
 	out := make(chan Holder, 1)

@@ -203,9 +203,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
-		var notified int64
 		_, err = l.c.calls.do(ctx, l.c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
-			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status, &notified)
+			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status)
 		})
 		if err == nil {
 			l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)

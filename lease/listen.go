@@ -2,16 +2,22 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
-// listener holds the client's LISTEN connection while an Acquire waits,
-// and wakes the waiters of a name when a release of it is notified. When
-// the connection is down, waiters poll; it reconnects by itself.
+// listener holds the client's notification connection while an Acquire
+// (or an Observe) waits. On it, the client listens on Channel and
+// watches each name it waits for (lease.watch: the extension's release
+// notifies a name only while some session watches it), and it wakes the
+// waiters of a name when its release is notified. When the connection is
+// down, waiters poll; it reconnects by itself.
 type listener struct {
 	cfg *pgx.ConnConfig
 	c   Config
@@ -19,44 +25,71 @@ type listener struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
-	ready   chan struct{} // closed once LISTEN is in place (renewed per connection)
-	cancel  context.CancelFunc
-	done    chan struct{}
-	closed  bool
+	// tried is closed once the listener has tried to watch the name on
+	// its current connection (whether the watch is in place or a release
+	// in flight made it wait for the next try)
+	tried  map[string]chan struct{}
+	kick   chan struct{} // the names waited for changed
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+	// polling only: the extension has no lease.watch (before 0.4.0)
+	noWatch bool
 }
 
+// errNoWatch: the database's pg_lease is older than lease.watch.
+var errNoWatch = errors.New("pg_lease has no lease.watch (it came in 0.4.0): waiting Acquires poll; ALTER EXTENSION pg_lease UPDATE makes them wake at each release")
+
 func newListener(pc *pgx.ConnConfig, c Config, log *slog.Logger) *listener {
-	return &listener{cfg: pc.Copy(), c: c, log: log, waiters: map[string]map[chan struct{}]struct{}{}}
+	cfg := pc.Copy()
+	// a wait for a notification is interrupted (to watch a new name) by a
+	// deadline on the socket, which leaves the connection usable; the
+	// client's other connections cancel on the server instead
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	return &listener{cfg: cfg, c: c, log: log, waiters: map[string]map[chan struct{}]struct{}{},
+		tried: map[string]chan struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 // watch registers a waiter for name and returns its wake channel; it
-// starts the listener if needed and waits (at most CallTimeout) for its
-// LISTEN, so that a release after this returns is not missed.
+// starts the listener if needed and waits (at most CallTimeout) until the
+// listener has tried to watch the name, so that a release after this
+// returns is not missed when the watch is in place. When it is not (the
+// connection down, or a release of the name in flight), the waiter polls
+// and is woken once the watch is in place.
 func (l *listener) watch(ctx context.Context, name string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	l.mu.Lock()
-	if l.closed {
+	if l.closed || l.noWatch {
 		l.mu.Unlock()
 		return ch
 	}
 	if l.waiters[name] == nil {
 		l.waiters[name] = map[chan struct{}]struct{}{}
+		l.tried[name] = make(chan struct{})
+		l.poke()
 	}
 	l.waiters[name][ch] = struct{}{}
 	if l.done == nil {
 		var lctx context.Context
 		lctx, l.cancel = context.WithCancel(context.Background())
-		l.ready, l.done = make(chan struct{}), make(chan struct{})
-		go l.run(lctx, l.ready)
+		l.done = make(chan struct{})
+		go l.run(lctx)
 	}
-	ready := l.ready
+	tried := l.tried[name]
 	l.mu.Unlock()
 	t := time.NewTimer(l.c.CallTimeout)
 	defer t.Stop()
 	select {
-	case <-ready:
+	case <-tried:
 	case <-t.C: // down: the waiter polls meanwhile
 	case <-ctx.Done():
+	}
+	// a wake from before this returned is moot: the waiter tries next
+	select {
+	case <-ch:
+	default:
 	}
 	return ch
 }
@@ -67,21 +100,46 @@ func (l *listener) unwatch(name string, ch chan struct{}) {
 	delete(l.waiters[name], ch)
 	if len(l.waiters[name]) == 0 {
 		delete(l.waiters, name)
+		delete(l.tried, name)
+		l.poke()
 	}
 }
 
-// run keeps a connection that listens on Channel, reconnecting after a
-// failure, until ctx ends.
-func (l *listener) run(ctx context.Context, ready chan struct{}) {
+// poke tells the listener that the names changed; l.mu is held.
+func (l *listener) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps a connection that listens on Channel and watches the names
+// waited for, reconnecting after a failure, until ctx ends.
+func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
 	backoff := l.c.PollMin
 	for ctx.Err() == nil {
-		err := l.listenOnce(ctx, ready)
+		err := l.listenOnce(ctx)
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errNoWatch) {
+			l.log.Warn("pg_lease: " + err.Error())
+			l.mu.Lock()
+			l.noWatch = true
+			for name := range l.tried {
+				l.triedNow(name)
+			}
+			l.mu.Unlock()
 			return
 		}
 		l.log.Warn("pg_lease: the notification connection failed; waiters poll until it is back", "err", err)
 		// a release while it was down woke nobody: every waiter tries again
+		l.mu.Lock()
+		for name := range l.tried {
+			l.tried[name] = make(chan struct{})
+		}
+		l.mu.Unlock()
 		l.wakeAll()
 		t := time.NewTimer(backoff)
 		select {
@@ -91,18 +149,10 @@ func (l *listener) run(ctx context.Context, ready chan struct{}) {
 		case <-t.C:
 		}
 		backoff = min(2*backoff, l.c.PollMax)
-		l.mu.Lock()
-		select {
-		case <-ready:
-			ready = make(chan struct{})
-			l.ready = ready
-		default:
-		}
-		l.mu.Unlock()
 	}
 }
 
-func (l *listener) listenOnce(ctx context.Context, ready chan struct{}) error {
+func (l *listener) listenOnce(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, l.c.CallTimeout)
 	conn, err := pgx.ConnectConfig(cctx, l.cfg)
 	if err == nil {
@@ -116,13 +166,97 @@ func (l *listener) listenOnce(ctx context.Context, ready chan struct{}) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	close(ready)
+	watched := map[string]bool{} // watches in place on this connection
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		missing, err := l.sync(ctx, conn, watched)
 		if err != nil {
 			return err
 		}
+		wctx, wcancel := context.WithCancel(ctx)
+		var retry *time.Timer
+		if missing {
+			retry = time.AfterFunc(l.c.PollMin, wcancel)
+		}
+		go func() {
+			select {
+			case <-l.kick:
+				wcancel()
+			case <-wctx.Done():
+			}
+		}()
+		n, err := conn.WaitForNotification(wctx)
+		interrupted := wctx.Err() != nil
+		wcancel()
+		if retry != nil {
+			retry.Stop()
+		}
+		if err != nil {
+			if ctx.Err() == nil && interrupted && !conn.IsClosed() {
+				continue // the names changed, or a watch to try again
+			}
+			return err
+		}
 		l.wake(n.Payload)
+	}
+}
+
+// sync makes the watches on conn the names waited for; missing reports a
+// name whose watch must be tried again (a release of it was in flight).
+func (l *listener) sync(ctx context.Context, conn *pgx.Conn, watched map[string]bool) (missing bool, err error) {
+	l.mu.Lock()
+	var add, drop []string
+	for name := range l.waiters {
+		if watched[name] {
+			l.triedNow(name) // a new waiter of a name watched already
+		} else {
+			add = append(add, name)
+		}
+	}
+	for name := range watched {
+		if l.waiters[name] == nil {
+			drop = append(drop, name)
+		}
+	}
+	l.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, l.c.CallTimeout)
+	defer cancel()
+	for _, name := range drop {
+		if _, err := conn.Exec(cctx, unwatchSQL, name); err != nil {
+			return false, err
+		}
+		delete(watched, name)
+	}
+	for _, name := range add {
+		var ok bool
+		if err := conn.QueryRow(cctx, watchSQL, name).Scan(&ok); err != nil {
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42883" {
+				return false, errNoWatch
+			}
+			return false, err
+		}
+		if ok {
+			watched[name] = true
+			// a release before the watch was in place woke nobody (the
+			// waiter's first try comes after it: watch drops this wake)
+			l.wake(name)
+		} else {
+			missing = true
+		}
+		l.mu.Lock()
+		l.triedNow(name)
+		l.mu.Unlock()
+	}
+	return missing, nil
+}
+
+// triedNow closes name's tried channel if it is open; l.mu is held.
+func (l *listener) triedNow(name string) {
+	if tried := l.tried[name]; tried != nil {
+		select {
+		case <-tried:
+		default:
+			close(tried)
+		}
 	}
 }
 

@@ -179,15 +179,16 @@ func TestKeepAliveAndRelease(t *testing.T) {
 }
 
 // TestHandOff: a waiter whose polling is 10 s apart gets the name
-// within milliseconds of its release by a client of this package (the
-// notification), and does not when the release comes from plain SQL
-// without one (so the notification is what made it fast).
+// within milliseconds of its release, by a client of this package or by
+// plain SQL (the extension notifies the waiter, which watches the name);
+// and does not when the row is freed without release() (so the
+// notification is what made it fast).
 func TestHandOff(t *testing.T) {
 	srv := server(t)
 	ctx := context.Background()
 	holder, _ := client(t, srv, lease.Config{TTL: 30 * time.Second})
 	waiter, _ := client(t, srv, lease.Config{TTL: 30 * time.Second, PollMin: 10 * time.Second, PollMax: 10 * time.Second})
-	for _, notify := range []bool{true, false} {
+	for _, how := range []string{"client", "sql", "unnotified"} {
 		l, err := holder.Acquire(ctx, "handoff")
 		if err != nil {
 			t.Fatal(err)
@@ -203,30 +204,35 @@ func TestHandOff(t *testing.T) {
 		}()
 		time.Sleep(500 * time.Millisecond) // the waiter tried once and waits
 		released := time.Now()
-		if notify {
+		switch how {
+		case "client":
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-		} else {
+		case "sql":
 			exec(t, srv, "SELECT lease.release('handoff', '"+l.Owner+"', "+itoa(l.Epoch)+")")
 			l.Release(ctx) // already released: only stops the keep-alive
+		case "unnotified":
+			// what release() writes, without release(): nobody is told
+			exec(t, srv, "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1 WHERE name = 'handoff'")
+			l.Release(ctx)
 		}
 		received := false
 		select {
 		case w := <-got:
 			received = true
 			took := time.Since(released)
-			if !notify {
+			if how == "unnotified" {
 				t.Fatalf("without a notification the waiter still got the name in %v: the test cannot tell", took)
 			}
 			if w == nil || w.Epoch <= l.Epoch {
 				t.Fatalf("the waiter's lease %v", w)
 			}
-			t.Logf("hand-off by notification: %v", took)
+			t.Logf("hand-off after a release by %s: %v", how, took)
 			w.Release(ctx)
 		case <-time.After(1500 * time.Millisecond):
-			if notify {
-				t.Fatal("the waiter did not get the released name within 1.5 s")
+			if how != "unnotified" {
+				t.Fatalf("the waiter did not get the name released by %s within 1.5 s", how)
 			}
 		}
 		cancel()
@@ -235,6 +241,58 @@ func TestHandOff(t *testing.T) {
 				w.Release(ctx)
 			}
 		}
+	}
+	// nobody waits now: the waiter's watch ends (an advisory lock left
+	// behind would make every later release of the name notify)
+	deadline := time.Now().Add(5 * time.Second)
+	for n := advisoryLocks(t, srv); n != 0; n = advisoryLocks(t, srv) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches are still in place 5 s after the last wait ended", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func advisoryLocks(t *testing.T, srv *pgserver.Server) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestWaitBeforeWatch: on pg_lease 0.3.0, which has no lease.watch, a
+// waiting Acquire polls (and says so in the log) and still gets the name.
+func TestWaitBeforeWatch(t *testing.T) {
+	srv := server(t)
+	exec(t, srv, "DROP EXTENSION pg_lease", "CREATE EXTENSION pg_lease VERSION '0.3.0'")
+	ctx := context.Background()
+	holder, _ := client(t, srv, lease.Config{TTL: 30 * time.Second})
+	waiter, logs := client(t, srv, lease.Config{TTL: 30 * time.Second, PollMin: 100 * time.Millisecond, PollMax: 200 * time.Millisecond})
+	l, err := holder.Acquire(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() { l.Release(ctx) })
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	w, err := waiter.Acquire(wctx, "old")
+	if err != nil {
+		t.Fatalf("the waiter on 0.3.0: %v\n%s", err, logs)
+	}
+	if w.Epoch <= l.Epoch {
+		t.Fatalf("the waiter got epoch %d after %d", w.Epoch, l.Epoch)
+	}
+	w.Release(ctx)
+	if !strings.Contains(logs.String(), "has no lease.watch") {
+		t.Fatalf("the log does not say that waits poll:\n%s", logs)
 	}
 }
 

@@ -355,6 +355,47 @@ COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
 REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
 
+-- Waiting for a name without polling: a session that listens on the
+-- channel lease_released and watches the name is notified (the name is
+-- the payload) when release() frees it. To watch is to hold a shared
+-- advisory lock of the session on the name's key; release() tries the
+-- exclusive one and notifies only when that fails, so a release that
+-- nobody watches sends nothing (a notifying commit waits for every other
+-- notifying commit of the cluster). The watch lasts as long as the
+-- session unless unwatch() ends it; a release in flight, or a release of
+-- another name with the same key, makes watch() return false (try again)
+-- and at worst notifies a name nobody waits for.
+CREATE FUNCTION @extschema@.watch(name text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF watch.name IS NULL OR watch.name = '' OR octet_length(watch.name) > 1024 THEN
+        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+            USING ERRCODE = '22023',
+                  DETAIL = CASE WHEN watch.name IS NULL THEN 'name is NULL.'
+                                WHEN watch.name = '' THEN 'name is empty.'
+                                ELSE format('name is %s bytes long.', octet_length(watch.name)) END;
+    END IF;
+    RETURN pg_try_advisory_lock_shared(1818583411, hashtext(watch.name));
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.watch(text) IS
+    'watch(name): until unwatch(name) or the session ends, every release of name notifies the channel lease_released (payload: the name); LISTEN to it. false: a release of name is in flight, try again. A release nobody watches notifies nobody.';
+
+CREATE FUNCTION @extschema@.unwatch(name text)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT pg_advisory_unlock_shared(1818583411, hashtext(unwatch.name));
+$function$;
+
+COMMENT ON FUNCTION @extschema@.unwatch(text) IS
+    'unwatch(name): end one watch(name) of this session; false (with a warning) when it has none';
+
 CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -852,6 +893,10 @@ BEGIN
                 IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                     PERFORM @extschema@.durable();
+                END IF;
+                -- Someone watches the name: tell them (see watch()).
+                IF NOT pg_try_advisory_xact_lock(1818583411, hashtext(release.name)) THEN
+                    PERFORM pg_notify('lease_released', release.name);
                 END IF;
                 RETURN 'ok';
             END IF;

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pglease/pglease-gen/internal/pgserver"
+)
+
+// clientBench measures what the Go client (module lease) adds to a
+// cycle: acquire and release of a free name through lease.Client
+// (TryAcquire, which starts the lease's keep-alive, and Release) against
+// the same two calls sent as bare SQL on a pgx connection, 8 clients on
+// one server, in alternating pairs of short phases. At synchronous_commit
+// = on a cycle waits for two WAL flushes; with sessions at off and the
+// floor lowered (set_floor('session')) it is all CPU, where the client's
+// own work shows most.
+func clientBench(ctx context.Context, o options, names []string, work string) (string, error) {
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return "", err
+	}
+	defer s.Stop()
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE EXTENSION pg_lease"); err != nil {
+		return "", err
+	}
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session"); err != nil {
+		return "", err
+	}
+	sessionDSN := strings.Replace(s.DSN(), "dbname=postgres", "dbname=session", 1)
+	if err := pgserver.Exec(ctx, sessionDSN, "CREATE EXTENSION pg_lease", "SELECT lease.set_floor('session')"); err != nil {
+		return "", err
+	}
+	bareOn, _, _, _ := leaseSystems(s.DSN())
+	_, _, bareOff, _ := leaseSystems(sessionDSN)
+	rows := []struct {
+		name         string
+		client, bare System
+	}{
+		{"cycle, sync on", goClientSystem(s.DSN(), "on"), bareOn},
+		{"cycle, sync off, set_floor('session')", goClientSystem(sessionDSN, "off"), bareOff},
+	}
+	ratios := map[string][]float64{}
+	for round := range o.rounds {
+		for _, r := range rows {
+			order := []System{r.client, r.bare}
+			if round%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+			var got [2]Result
+			for i, sys := range order {
+				if got[i], err = cycles(ctx, sys, names, 8, o.phase); err != nil {
+					return "", fmt.Errorf("%s, %s: %w", r.name, sys.Name, err)
+				}
+			}
+			client, bare := got[0], got[1]
+			if round%2 == 1 {
+				client, bare = bare, client
+			}
+			ratios[r.name] = append(ratios[r.name], client.PerSec()/bare.PerSec())
+			say("round %d %s: client %.0f/s, bare SQL %.0f/s", round+1, r.name, client.PerSec(), bare.PerSec())
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## The Go client against bare SQL on PostgreSQL %s, 8 clients, %d rounds of %s pairs\n\n", s.Version, o.rounds, o.phase)
+	b.WriteString("| workload | cycles/s, client / bare SQL (median) | each round |\n|---|---:|---|\n")
+	for _, r := range rows {
+		var each []string
+		for _, x := range ratios[r.name] {
+			each = append(each, fmt.Sprintf("%.3f", x))
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %s |\n", r.name, median(ratios[r.name]), strings.Join(each, ", "))
+	}
+	return b.String(), nil
+}
