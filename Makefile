@@ -19,6 +19,7 @@
 #                             against the floor (bench/results/profile.md)
 #   make bench-ab BASE=REV    this tree's pg_lease against commit REV's
 #   make bench-ir BASE=REV    the same in instructions per operation (valgrind)
+#   make bench-client         the Go client's cycles against bare SQL
 #   make soak-storage         lease.leases over 10,000,000 cycles on 1,000 and
 #                             100,000 names, sampled every 500,000 (SOAK_CYCLES)
 #   make failover-ci          the fault tests (internal/faults), short, on
@@ -70,7 +71,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -89,7 +90,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -266,6 +267,11 @@ bench-ir:
 	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ir -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR)
+
+# The Go client's cycles against the same calls as bare SQL, in one run
+# (alternating pairs): what the client adds to each cycle.
+bench-client:
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only client -majors $(AB_MAJOR) -rounds 10 -phase 3s
 
 # Debian's autopkgtest (the tarball's debian/tests) on the package of each
 # major Debian ships, in its local Debian image; make test runs 15.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
@@ -23,9 +26,6 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 		return "", err
 	}
 	defer s.Stop()
-	if err := pgserver.Exec(ctx, s.DSN(), "CREATE EXTENSION pg_lease"); err != nil {
-		return "", err
-	}
 	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session"); err != nil {
 		return "", err
 	}
@@ -43,6 +43,9 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 		{"cycle, sync off, set_floor('session')", goClientSystem(sessionDSN, "off"), bareOff},
 	}
 	ratios := map[string][]float64{}
+	// this process's CPU time per cycle (the clients', whichever system
+	// runs: one at a time), and the server's
+	own := map[string][2][]time.Duration{}
 	for round := range o.rounds {
 		for _, r := range rows {
 			order := []System{r.client, r.bare}
@@ -50,28 +53,55 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 				order[0], order[1] = order[1], order[0]
 			}
 			var got [2]Result
+			var cpu [2]time.Duration
 			for i, sys := range order {
+				before := selfCPU()
 				if got[i], err = cycles(ctx, sys, names, 8, o.phase); err != nil {
 					return "", fmt.Errorf("%s, %s: %w", r.name, sys.Name, err)
 				}
+				cpu[i] = (selfCPU() - before) / time.Duration(max(got[i].Ops, 1))
 			}
 			client, bare := got[0], got[1]
 			if round%2 == 1 {
 				client, bare = bare, client
+				cpu[0], cpu[1] = cpu[1], cpu[0]
 			}
 			ratios[r.name] = append(ratios[r.name], client.PerSec()/bare.PerSec())
-			say("round %d %s: client %.0f/s, bare SQL %.0f/s", round+1, r.name, client.PerSec(), bare.PerSec())
+			ow := own[r.name]
+			ow[0], ow[1] = append(ow[0], cpu[0]), append(ow[1], cpu[1])
+			own[r.name] = ow
+			say("round %d %s: client %.0f/s, bare SQL %.0f/s; this process's CPU per cycle %s and %s; the server's %s and %s",
+				round+1, r.name, client.PerSec(), bare.PerSec(), us(cpu[0]), us(cpu[1]), us(client.ServerPerOp()), us(bare.ServerPerOp()))
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## The Go client against bare SQL on PostgreSQL %s, 8 clients, %d rounds of %s pairs\n\n", s.Version, o.rounds, o.phase)
-	b.WriteString("| workload | cycles/s, client / bare SQL (median) | each round |\n|---|---:|---|\n")
+	b.WriteString("| workload | cycles/s, client / bare SQL (median) | each round | the clients' CPU per cycle, client and bare SQL (medians) |\n|---|---:|---|---:|\n")
 	for _, r := range rows {
 		var each []string
 		for _, x := range ratios[r.name] {
 			each = append(each, fmt.Sprintf("%.3f", x))
 		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s |\n", r.name, median(ratios[r.name]), strings.Join(each, ", "))
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %s, %s |\n", r.name, median(ratios[r.name]), strings.Join(each, ", "),
+			us(medianDuration(own[r.name][0])), us(medianDuration(own[r.name][1])))
 	}
 	return b.String(), nil
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
 }

@@ -3,7 +3,7 @@ module github.com/pglease/pglease-gen/bench
 go 1.26.8
 
 require (
-	github.com/jackc/pgx/v5 v5.7.5
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pglease/pglease-gen v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3

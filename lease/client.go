@@ -119,7 +119,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	for _, l := range held {
 		l.end(ErrClosed)
-		<-l.stopped
+		l.waitRenewal()
 	}
 	c.listen.close()
 	return errors.Join(c.calls.close(), c.keep.close())

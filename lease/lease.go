@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -23,23 +24,25 @@ type Lease struct {
 	// name. Compare epochs; never subtract them.
 	Epoch int64
 
-	c       *Client
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stop    chan struct{} // closed to stop the keep-alive
-	stopped chan struct{} // closed when the keep-alive has stopped
+	c      *Client
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// renewing is held while a renewal runs (in its timer's goroutine:
+	// a lease has no goroutine of its own between renewals)
+	renewing sync.Mutex
 
 	mu       sync.Mutex
 	err      error       // why it ended; nil while held
 	deadline time.Time   // the local deadline (monotonic)
 	timer    *time.Timer // fires at the deadline
+	renew    *time.Timer // fires at the next renewal
 	// lastRenewErr is the last renewal's failure, for the deadline's error
 	lastRenewErr error
 }
 
 // hold starts keeping a granted lease, whose grant was sent at sent.
 func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
-	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c, stop: make(chan struct{}), stopped: make(chan struct{})}
+	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	if broken == "replyclock" {
 		sent = time.Now()
@@ -47,13 +50,15 @@ func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	l.mu.Lock()
 	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
+	l.renew = time.AfterFunc(c.cfg.RenewEvery, l.keepAlive)
 	l.mu.Unlock()
 	c.mu.Lock()
 	closed := c.closed
 	c.held[l] = struct{}{}
 	c.mu.Unlock()
-	c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch)
-	go l.keepAlive()
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch)
+	}
 	if closed {
 		l.end(ErrClosed)
 	}
@@ -91,9 +96,9 @@ func (l *Lease) end(err error) {
 	}
 	l.err = err
 	l.timer.Stop()
+	l.renew.Stop()
 	l.mu.Unlock()
 	l.cancel(err)
-	close(l.stop)
 	var lost *LostError
 	if errors.As(err, &lost) {
 		l.c.log.Warn("pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
@@ -125,51 +130,59 @@ func (l *Lease) lostErr() error {
 	return nil
 }
 
-// keepAlive renews the lease every RenewEvery; after a failure it tries
-// again sooner, until the deadline ends the lease. Only the server's
-// not_owner, epoch_mismatch and lapsed end it at once.
+// keepAlive renews the lease, RenewEvery after the last renewal; after
+// a failure it tries again sooner, until the deadline ends the lease.
+// Only the server's not_owner, epoch_mismatch and lapsed end it at once.
+// It runs in the renewal timer's goroutine.
 func (l *Lease) keepAlive() {
-	defer close(l.stopped)
-	cfg := l.c.cfg
-	wait := cfg.RenewEvery
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		var status string
-		warned, err := l.c.keep.do(l.ctx, cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
-			return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
-		})
-		switch {
-		case err == nil && status == "ok" && !warned:
-			l.renewed(sent)
-			wait = cfg.RenewEvery
-		case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
-			l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
-			return
-		case broken == "giveup":
-			l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "renewal failed", Cause: err})
-			return
-		default:
-			// transient (or a renewal not known to be durable): again soon
-			if err == nil {
-				err = fmt.Errorf("renew returned %q", status)
-				if warned {
-					err = errors.New("renew drew the cancelled wait for synchronous replication")
-				}
-			}
-			l.mu.Lock()
-			l.lastRenewErr = err
-			l.mu.Unlock()
-			l.c.log.Warn("pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
-			wait = max(cfg.RenewEvery/4, 50*time.Millisecond)
-		}
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
+	if l.Err() != nil {
+		return
 	}
+	cfg := l.c.cfg
+	sent := time.Now()
+	var status string
+	warned, err := l.c.keep.do(l.ctx, cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
+	})
+	switch {
+	case err == nil && status == "ok" && !warned:
+		l.renewed(sent)
+		l.renewIn(cfg.RenewEvery)
+	case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
+		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
+	case broken == "giveup":
+		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "renewal failed", Cause: err})
+	default:
+		// transient (or a renewal not known to be durable): again soon
+		if err == nil {
+			err = fmt.Errorf("renew returned %q", status)
+			if warned {
+				err = errors.New("renew drew the cancelled wait for synchronous replication")
+			}
+		}
+		l.mu.Lock()
+		l.lastRenewErr = err
+		l.mu.Unlock()
+		l.c.log.Warn("pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
+		l.renewIn(max(cfg.RenewEvery/4, 50*time.Millisecond))
+	}
+}
+
+// renewIn sets the next renewal, unless the lease has ended.
+func (l *Lease) renewIn(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.renew.Reset(d)
+	}
+}
+
+// waitRenewal returns once no renewal runs; after end, none starts.
+func (l *Lease) waitRenewal() {
+	l.renewing.Lock()
+	l.renewing.Unlock() // a barrier: nothing to do inside
 }
 
 // renewed moves the deadline after a renewal sent at sent, unless the
@@ -199,7 +212,7 @@ func (l *Lease) renewed(sent time.Time) {
 // was lost before Release.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
-	<-l.stopped
+	l.waitRenewal()
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
@@ -207,7 +220,9 @@ func (l *Lease) Release(ctx context.Context) error {
 			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status)
 		})
 		if err == nil {
-			l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)
+			if l.c.log.Enabled(ctx, slog.LevelDebug) {
+				l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)
+			}
 			return nil // ok, or no longer ours: either way released
 		}
 		if isPgError(err) || ctx.Err() != nil {
