@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,7 +129,7 @@ func (c *Client) Close() error {
 // owner is a new grant's owner: the configured owner and a suffix unique
 // to this grant, so that inspect tells this grant from any other.
 func (c *Client) owner() string {
-	return fmt.Sprintf("%s#%s.%d", c.cfg.Owner, c.token, c.seq.Add(1))
+	return c.cfg.Owner + "#" + c.token + "." + strconv.FormatUint(c.seq.Add(1), 10)
 }
 
 // TryAcquire takes the lease on name if it is free (released or lapsed),
