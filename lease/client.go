@@ -184,6 +184,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 // otherwise polls from PollMin to PollMax with jitter. Errors other than
 // contention are retried within the wait and logged.
 func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
+	// a free name is taken without watching it
+	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) {
+		return l, err
+	}
+	// else watch it, then try again (a release before the watch was in
+	// place is seen by that try) and wait
 	wake := c.listen.watch(ctx, name)
 	defer c.listen.unwatch(name, wake)
 	poll := c.cfg.PollMin

@@ -38,7 +38,7 @@ type listener struct {
 }
 
 // errNoWatch: the database's pg_lease is older than lease.watch.
-var errNoWatch = errors.New("pg_lease has no lease.watch (it came in 0.4.0): waiting Acquires poll; ALTER EXTENSION pg_lease UPDATE makes them wake at each release")
+var errNoWatch = errors.New("pg_lease has no lease.watch (it came in 0.4.0): this client's waits poll; after ALTER EXTENSION pg_lease UPDATE, clients made anew wake at each release")
 
 func newListener(pc *pgx.ConnConfig, c Config, log *slog.Logger) *listener {
 	cfg := pc.Copy()
@@ -48,6 +48,9 @@ func newListener(pc *pgx.ConnConfig, c Config, log *slog.Logger) *listener {
 	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
+	// pgx buffers notifications for WaitForNotification only without a
+	// handler of the application's
+	cfg.OnNotification = nil
 	return &listener{cfg: cfg, c: c, log: log, waiters: map[string]map[chan struct{}]struct{}{},
 		tried: map[string]chan struct{}{}, kick: make(chan struct{}, 1)}
 }
@@ -137,6 +140,7 @@ func (l *listener) run(ctx context.Context) {
 		// a release while it was down woke nobody: every waiter tries again
 		l.mu.Lock()
 		for name := range l.tried {
+			l.triedNow(name) // a waiter waiting for it polls now
 			l.tried[name] = make(chan struct{})
 		}
 		l.mu.Unlock()
@@ -196,18 +200,23 @@ func (l *listener) listenOnce(ctx context.Context) error {
 			}
 			return err
 		}
-		l.wake(n.Payload)
+		if n != nil {
+			l.wake(n.Payload)
+		}
 	}
 }
 
 // sync makes the watches on conn the names waited for; missing reports a
 // name whose watch must be tried again (a release of it was in flight).
+// A name the server refuses to watch (lease.watch raised an error: a
+// name no lease can have) is left to polling; its waiters' own calls
+// report the error.
 func (l *listener) sync(ctx context.Context, conn *pgx.Conn, watched map[string]bool) (missing bool, err error) {
 	l.mu.Lock()
 	var add, drop []string
 	for name := range l.waiters {
-		if watched[name] {
-			l.triedNow(name) // a new waiter of a name watched already
+		if _, ok := watched[name]; ok {
+			l.triedNow(name) // a new waiter of a name tried already
 		} else {
 			add = append(add, name)
 		}
@@ -218,28 +227,38 @@ func (l *listener) sync(ctx context.Context, conn *pgx.Conn, watched map[string]
 		}
 	}
 	l.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, l.c.CallTimeout)
-	defer cancel()
+	// each query with its own timeout: after a reconnect there may be many
+	call := func(f func(context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, l.c.CallTimeout)
+		defer cancel()
+		return f(cctx)
+	}
 	for _, name := range drop {
-		if _, err := conn.Exec(cctx, unwatchSQL, name); err != nil {
-			return false, err
+		if watched[name] {
+			if err := call(func(ctx context.Context) error { _, err := conn.Exec(ctx, unwatchSQL, name); return err }); err != nil {
+				return false, err
+			}
 		}
 		delete(watched, name)
 	}
 	for _, name := range add {
 		var ok bool
-		if err := conn.QueryRow(cctx, watchSQL, name).Scan(&ok); err != nil {
-			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42883" {
-				return false, errNoWatch
-			}
+		err := call(func(ctx context.Context) error { return conn.QueryRow(ctx, watchSQL, name).Scan(&ok) })
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "42883":
+			return false, errNoWatch
+		case errors.As(err, &pe):
+			l.log.Warn("pg_lease: cannot watch the name; its waiters poll", "name", name, "err", err)
+			watched[name] = false // refused: not tried again on this connection
+		case err != nil:
 			return false, err
-		}
-		if ok {
+		case ok:
 			watched[name] = true
 			// a release before the watch was in place woke nobody (the
 			// waiter's first try comes after it: watch drops this wake)
 			l.wake(name)
-		} else {
+		default:
 			missing = true
 		}
 		l.mu.Lock()

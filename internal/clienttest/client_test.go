@@ -268,6 +268,44 @@ func advisoryLocks(t *testing.T, srv *pgserver.Server) int {
 	return n
 }
 
+// TestBadNameKeepsWakes: a waiter for a name no lease can have (empty:
+// lease.watch refuses it) does not stop the client's other waiters from
+// being woken by a release.
+func TestBadNameKeepsWakes(t *testing.T) {
+	srv := server(t)
+	ctx := context.Background()
+	holder, _ := client(t, srv, lease.Config{TTL: 30 * time.Second})
+	waiter, logs := client(t, srv, lease.Config{TTL: 30 * time.Second, PollMin: 10 * time.Second, PollMax: 10 * time.Second})
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	go waiter.Acquire(bctx, "")
+	l, err := holder.Acquire(ctx, "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := waiter.Acquire(ctx, "good")
+		if err == nil {
+			w.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	l.Release(ctx)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(1500 * time.Millisecond):
+		t.Fatalf("the waiter for good was not woken within 1.5 s beside a waiter for an empty name:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "cannot watch the name") {
+		t.Fatalf("the log does not say that the empty name is not watched:\n%s", logs)
+	}
+}
+
 // TestWaitBeforeWatch: on pg_lease 0.3.0, which has no lease.watch, a
 // waiting Acquire polls (and says so in the log) and still gets the name.
 func TestWaitBeforeWatch(t *testing.T) {

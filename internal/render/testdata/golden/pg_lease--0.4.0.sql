@@ -550,7 +550,7 @@ BEGIN
                     PERFORM @extschema@.durable();
                 END IF;
                 -- Someone watches the name: tell them (see watch()).
-                IF NOT pg_try_advisory_xact_lock(1818583411, hashtext(release.name)) THEN
+                IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
                     PERFORM pg_notify('lease_released', release.name);
                 END IF;
                 RETURN 'ok';
@@ -1168,7 +1168,7 @@ BEGIN
                                 WHEN watch.name = '' THEN 'name is empty.'
                                 ELSE format('name is %s bytes long.', octet_length(watch.name)) END;
     END IF;
-    RETURN pg_try_advisory_lock_shared(1818583411, hashtext(watch.name));
+    RETURN pg_try_advisory_lock_shared(1818583411, hashtext((watch.name) COLLATE "C"));
 END
 $function$;
 
@@ -1180,7 +1180,7 @@ RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $function$
-    SELECT pg_advisory_unlock_shared(1818583411, hashtext(unwatch.name));
+    SELECT pg_advisory_unlock_shared(1818583411, hashtext((unwatch.name) COLLATE "C"));
 $function$;
 
 COMMENT ON FUNCTION @extschema@.unwatch(text) IS
