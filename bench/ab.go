@@ -70,19 +70,9 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 	cpus := map[string][]float64{}
 	for round := range o.rounds {
 		for _, r := range rows {
-			order := []System{r.this, r.old}
-			if round%2 == 1 {
-				order[0], order[1] = order[1], order[0]
-			}
-			var got [2]Result
-			for i, sys := range order {
-				if got[i], err = r.run(sys); err != nil {
-					return "", fmt.Errorf("%s: %w", r.name, err)
-				}
-			}
-			this, old := got[0], got[1]
-			if round%2 == 1 {
-				this, old = old, this
+			this, old, err := pair(round, r.this, r.old, r.run)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", r.name, err)
 			}
 			ratios[r.name] = append(ratios[r.name], this.PerSec()/old.PerSec())
 			cpus[r.name] = append(cpus[r.name], float64(this.ServerPerOp())/float64(old.ServerPerOp()))
@@ -96,6 +86,27 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f |\n", r.name, median(ratios[r.name]), median(cpus[r.name]))
 	}
 	return b.String(), nil
+}
+
+// pair runs a, then b (b first in odd rounds, so that the machine's
+// drift falls on both alike), and returns a's result and b's.
+func pair(round int, a, b System, run func(System) (Result, error)) (Result, Result, error) {
+	first, second := a, b
+	if round%2 == 1 {
+		first, second = b, a
+	}
+	r1, err := run(first)
+	if err != nil {
+		return Result{}, Result{}, fmt.Errorf("%s: %w", first.Name, err)
+	}
+	r2, err := run(second)
+	if err != nil {
+		return Result{}, Result{}, fmt.Errorf("%s: %w", second.Name, err)
+	}
+	if round%2 == 1 {
+		r1, r2 = r2, r1
+	}
+	return r1, r2, nil
 }
 
 // startWithBaseline starts the first of -majors with this tree's pg_lease

@@ -48,24 +48,16 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 	own := map[string][2][]time.Duration{}
 	for round := range o.rounds {
 		for _, r := range rows {
-			order := []System{r.client, r.bare}
-			if round%2 == 1 {
-				order[0], order[1] = order[1], order[0]
-			}
-			var got [2]Result
-			var cpu [2]time.Duration
-			for i, sys := range order {
+			client, bare, err := pair(round, r.client, r.bare, func(sys System) (Result, error) {
 				before := selfCPU()
-				if got[i], err = cycles(ctx, sys, names, 8, o.phase); err != nil {
-					return "", fmt.Errorf("%s, %s: %w", r.name, sys.Name, err)
-				}
-				cpu[i] = (selfCPU() - before) / time.Duration(max(got[i].Ops, 1))
+				res, err := cycles(ctx, sys, names, 8, o.phase)
+				res.Client = selfCPU() - before
+				return res, err
+			})
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", r.name, err)
 			}
-			client, bare := got[0], got[1]
-			if round%2 == 1 {
-				client, bare = bare, client
-				cpu[0], cpu[1] = cpu[1], cpu[0]
-			}
+			cpu := [2]time.Duration{client.Client / time.Duration(max(client.Ops, 1)), bare.Client / time.Duration(max(bare.Ops, 1))}
 			ratios[r.name] = append(ratios[r.name], client.PerSec()/bare.PerSec())
 			ow := own[r.name]
 			ow[0], ow[1] = append(ow[0], cpu[0]), append(ow[1], cpu[1])

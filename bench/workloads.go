@@ -31,6 +31,7 @@ type Result struct {
 	Acquire []time.Duration
 	CPU     float64       // hand-off: waiter's server CPU, share of one core while waiting
 	Server  time.Duration // CPU time of the clients' server processes (PostgreSQL systems)
+	Client  time.Duration // CPU time of this process while the workload ran (where measured)
 }
 
 // ServerPerOp is the server CPU time per operation.

@@ -114,17 +114,23 @@ type row struct {
 
 func inspect(t *testing.T, srv *pgserver.Server, name string) row {
 	t.Helper()
+	var r row
+	queryRow(t, srv, "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", []any{name}, &r.held, &r.owner, &r.epoch, &r.expires)
+	return r
+}
+
+// queryRow runs one query on a connection of its own and scans its row.
+func queryRow(t *testing.T, srv *pgserver.Server, sql string, args []any, dest ...any) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var r row
-	if err := conn.QueryRow(ctx, "SELECT held, owner, epoch, expires_at FROM lease.inspect($1)", name).Scan(&r.held, &r.owner, &r.epoch, &r.expires); err != nil {
+	if err := conn.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
@@ -255,16 +261,8 @@ func TestHandOff(t *testing.T) {
 
 func advisoryLocks(t *testing.T, srv *pgserver.Server) int {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, srv, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", nil, &n)
 	return n
 }
 
