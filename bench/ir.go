@@ -82,24 +82,22 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 	fmt.Fprintf(&b, "## Instructions per operation, this tree against %s, PostgreSQL %s\n\n", o.baseline, s.Version)
 	b.WriteString("| workload | this | baseline | this / baseline |\n|---|---:|---:|---:|\n")
 	for _, r := range rows {
-		this, err := count(r.this, r.sync, r.script)
+		// script's count, less less's when set
+		net := func(db string) (float64, error) {
+			n, err := count(db, r.sync, r.script)
+			if err != nil || r.less == nil {
+				return n, err
+			}
+			m, err := count(db, r.sync, r.less)
+			return n - m, err
+		}
+		this, err := net(r.this)
 		if err != nil {
 			return "", err
 		}
-		old, err := count("base_ir", r.sync, r.script)
+		old, err := net("base_ir")
 		if err != nil {
 			return "", err
-		}
-		if r.less != nil {
-			thisLess, err := count(r.this, r.sync, r.less)
-			if err != nil {
-				return "", err
-			}
-			oldLess, err := count("base_ir", r.sync, r.less)
-			if err != nil {
-				return "", err
-			}
-			this, old = this-thisLess, old-oldLess
 		}
 		say("%s: this %.0f, baseline %.0f instructions per operation", r.name, this, old)
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.3f |\n", r.name, this, old, this/old)

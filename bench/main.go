@@ -131,24 +131,13 @@ func run(o options) error {
 		}
 		return os.WriteFile(filepath.Join(o.out, "profile.md"), []byte(md), 0o644)
 	}
-	if o.only == "ir" {
-		md, err := irBench(ctx, o, work)
-		if err != nil {
-			return err
-		}
-		fmt.Print("\n" + md)
-		return nil
-	}
-	if o.only == "client" {
-		md, err := clientBench(ctx, o, names, work)
-		if err != nil {
-			return err
-		}
-		fmt.Print("\n" + md)
-		return nil
-	}
-	if o.only == "ab" {
-		md, err := abBench(ctx, o, names, work)
+	// one-off comparisons: each prints its table
+	if run, ok := map[string]func() (string, error){
+		"ir":     func() (string, error) { return irBench(ctx, o, work) },
+		"client": func() (string, error) { return clientBench(ctx, o, names, work) },
+		"ab":     func() (string, error) { return abBench(ctx, o, names, work) },
+	}[o.only]; ok {
+		md, err := run()
 		if err != nil {
 			return err
 		}
