@@ -181,9 +181,11 @@ func TestGnuPGAndSequoiaVerify(t *testing.T) {
 			{"Release.gpg", 0, "sqv", []string{"--keyring", keyAsc, filepath.Join(dir, "Release.gpg"), release}},
 			{"a tampered InRelease", 1, "gpgv", []string{"--keyring", keyring, write("InRelease.bad", tampered)}},
 		}
+		// the length that matters is that of the cleartext signature's own
+		// block: a text-mode signature, whose RSA value can be a byte
+		// shorter than the detached one's (a leading zero, once in 256)
 		raw, _ := s.clearSignedNoChecksum(data.Bytes())
-		sig, _ := s.Detached(data.Bytes())
-		if len(sig)%3 == 0 {
+		if clearSignatureLength(t, raw)%3 == 0 {
 			shown = true
 			cases = append(cases, struct {
 				what string
@@ -205,4 +207,23 @@ func TestGnuPGAndSequoiaVerify(t *testing.T) {
 	if !shown {
 		t.Error("no signature of 3 * n bytes among 4: the broken variant did not run")
 	}
+}
+
+// clearSignatureLength is the length in bytes of the signature packet in a
+// cleartext-signed text.
+func clearSignatureLength(t *testing.T, text []byte) int {
+	t.Helper()
+	at := bytes.LastIndex(text, []byte("-----BEGIN PGP SIGNATURE-----"))
+	if at < 0 {
+		t.Fatal("no signature block in the cleartext signature")
+	}
+	block, err := armor.Decode(bytes.NewReader(text[at:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := io.ReadAll(block.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(sig)
 }
