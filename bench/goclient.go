@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pglease/pglease-gen/lease"
 )
@@ -14,7 +18,8 @@ import (
 func goClientSystem(dsn, sync string) System {
 	dsn += " options='-c synchronous_commit=" + sync + "'"
 	return System{Name: "pg_lease, Go client", Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
-		return &goClient{dsn: dsn}, nil
+		app := "bench-go-client-" + strconv.FormatUint(goClients.Add(1), 10)
+		return &goClient{dsn: dsn + " application_name=" + app, base: dsn, app: app}, nil
 	}}
 }
 
@@ -23,6 +28,8 @@ func goClientSystem(dsn, sync string) System {
 // notification that release sends.
 type goClient struct {
 	dsn  string
+	base string // dsn without the application_name
+	app  string // its connections' application_name
 	mu   sync.Mutex
 	c    *lease.Client
 	held map[string]*lease.Lease
@@ -32,7 +39,10 @@ func (g *goClient) client(ttl time.Duration) (*lease.Client, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.c == nil {
-		c, err := lease.New(g.dsn, lease.Config{TTL: ttl})
+		// an owner as short as the bare SQL's ("w0" to "w7"), so that the
+		// comparison is of the client, not of the default owner's length
+		// (hostname:pid); the client adds its suffix to it
+		c, err := lease.New(g.dsn, lease.Config{TTL: ttl, Owner: "w"})
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +109,26 @@ func (g *goClient) Release(ctx context.Context, name, _ string, token int64) (bo
 }
 
 func (g *goClient) BackendPID() int { return 0 } // the wait is in this process
+
+// goClients numbers the clients, for their application_name.
+var goClients atomic.Uint64
+
+// serverPIDs are the server processes of the client's connections (the
+// client opens its own: calls, renewals, notifications), for the server
+// CPU its workload costs.
+func (g *goClient) serverPIDs(ctx context.Context) []int {
+	conn, err := pgx.Connect(ctx, g.base)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", g.app)
+	if err != nil {
+		return nil
+	}
+	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int])
+	return pids
+}
 func (g *goClient) Close() {
 	if g.c != nil {
 		g.c.Close()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +63,19 @@ func main() {
 	flag.IntVar(&o.names, "soak-names", 1000, "names the soak cycles over")
 	flag.IntVar(&o.clients, "soak-clients", 8, "clients the soak runs (8: more backends than this machine's CPUs)")
 	flag.IntVar(&o.every, "soak-every", 0, "cycles between the soak's samples of the table (default 500,000; 10,000 with -quick)")
+	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of this process (the clients' side, as with -only client) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	o.phase, o.handoff = 5*time.Second, 200
 	soak, every, rounds := 1_000_000, 500_000, 3
 	o.purge = 1_000_000
@@ -96,6 +109,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

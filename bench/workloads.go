@@ -289,6 +289,12 @@ func procCPU(pid int) time.Duration {
 func serverCPU(cs []Client) time.Duration {
 	var t time.Duration
 	for _, c := range cs {
+		if g, ok := c.(interface{ serverPIDs(context.Context) []int }); ok {
+			for _, pid := range g.serverPIDs(context.Background()) {
+				t += procCPU(pid)
+			}
+			continue
+		}
 		t += procCPU(c.BackendPID())
 	}
 	return t
