@@ -389,6 +389,14 @@ var Scenarios = []Scenario{
 		Needs: []Variant{V020, NoEras},
 	},
 	{
+		Name: "cascade-failover", What: "a cascading standby s2 streaming from the asynchronous standby s1: the primary lost and s1 promoted (timeline 2), the clients on it while s2 follows it onto timeline 2, then s2 cut off 1 s behind, s1 lost and s2 promoted (timeline 3)",
+		Standby: true, Long: true,
+		Fault: func(ctx context.Context, e *env) error {
+			return e.cascadeFailover(ctx)
+		},
+		Needs: []Variant{V020, NoEras},
+	},
+	{
 		Name: "patroni-failover", What: "Patroni and etcd: the primary's node lost (its Patroni and server killed), sessions at synchronous_commit = off; Patroni promotes the asynchronous replica once the leader key lapses",
 		Client:   true,
 		Sessions: []string{"SET synchronous_commit = off"},
@@ -644,6 +652,71 @@ func (e *env) partitionThenFailover(ctx context.Context) error {
 	return nil
 }
 
+// cascadeFailover makes a cascading standby s2 of the standby s1, loses
+// the primary and promotes s1, moves the clients there, and once s2
+// follows s1 onto the new timeline, cuts s2 off, loses s1 a second later
+// and promotes s2: two promotions in a row down a cascade, the second of
+// a standby that missed the first promoted server's last grants.
+func (e *env) cascadeFailover(ctx context.Context) error {
+	s1 := e.standby
+	s2, err := s1.StartStandby(ctx, e.dir, "s2")
+	if err != nil {
+		return fmt.Errorf("a cascading standby of s1: %w", err)
+	}
+	e.servers = append(e.servers, s2)
+	time.Sleep(500 * time.Millisecond)
+	if err := e.primary.Kill(); err != nil {
+		return err
+	}
+	if err := s1.Promote(ctx); err != nil {
+		return err
+	}
+	e.moveAll(s1)
+	if err := waitReceived(ctx, s2, 2); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if err := s2.CutReplication(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if err := s1.Kill(); err != nil {
+		return err
+	}
+	if err := s2.Promote(ctx); err != nil {
+		return err
+	}
+	tli, err := timeline(ctx, s2)
+	if err != nil {
+		return err
+	}
+	e.say("s2 promoted on timeline %d", tli)
+	if tli != 3 {
+		return fmt.Errorf("s2 was promoted on timeline %d, not 3: it did not follow s1 onto timeline 2", tli)
+	}
+	e.moveAll(s2)
+	return nil
+}
+
+// timeline is the timeline a primary writes WAL on (at once after a
+// promotion: the last checkpoint's lags until the next checkpoint).
+func timeline(ctx context.Context, s *pgserver.Server) (int, error) {
+	var tli int
+	err := queryRow(ctx, s.DSN("postgres"), "SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::int", &tli)
+	return tli, err
+}
+
+// waitReceived waits until the standby s streams WAL of timeline tli.
+func waitReceived(ctx context.Context, s *pgserver.Server, tli int64) error {
+	var got int64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if queryRow(ctx, s.DSN("postgres"), "SELECT coalesce(max(received_tli), 0) FROM pg_stat_wal_receiver WHERE status = 'streaming'", &got) == nil && got >= tli {
+			return nil
+		}
+	}
+	return fmt.Errorf("the standby in %s streams timeline %d, not %d, after 30 s", s.Dir, got, tli)
+}
+
 // restoreBackup takes a base backup now, lets the clients go on for a
 // while (grants the backup lacks; across a restart of the primary with
 // restart), kills the primary and starts the backup as the new primary.
@@ -748,8 +821,8 @@ func (e *env) pitrTwice(ctx context.Context, loseHistory, newEra bool) error {
 			return err
 		}
 	}
-	var tli int
-	if err := queryRow(ctx, backups[1].DSN("postgres"), "SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::int", &tli); err != nil {
+	tli, err := timeline(ctx, backups[1])
+	if err != nil {
 		return err
 	}
 	// the scenario is the timeline PostgreSQL names: a new one, or 2 again
