@@ -104,7 +104,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) lint-ci go-test failover-ci promotion-ci upgrade-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci PROMOTION_MAJORS="$(PROMOTION_SAMPLE)"
+	$(MAKE) lint-ci go-test failover-ci promotion-ci upgrade-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci PROMOTION_MAJORS="$(PROMOTION_SAMPLE)" FUZZTIME=15000x
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 

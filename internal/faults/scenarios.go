@@ -400,7 +400,7 @@ var Scenarios = []Scenario{
 		Name: "patroni-failover", What: "Patroni and etcd: the primary's node lost (its Patroni and server killed), sessions at synchronous_commit = off; Patroni promotes the asynchronous replica once the leader key lapses",
 		Client:   true,
 		Sessions: []string{"SET synchronous_commit = off"},
-		HA:       true, Standby: true,
+		HA:       true, Standby: true, Long: true, // make ha (make test runs the client's Patroni test)
 		Fault: func(ctx context.Context, e *env) error {
 			return e.patroniFailover(ctx)
 		},
