@@ -19,7 +19,7 @@ func goClientSystem(dsn, sync string) System {
 	dsn += " options='-c synchronous_commit=" + sync + "'"
 	return System{Name: "pg_lease, Go client", Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
 		app := "bench-go-client-" + strconv.FormatUint(goClients.Add(1), 10)
-		return &goClient{dsn: dsn + " application_name=" + app, base: dsn, app: app}, nil
+		return &goClient{base: dsn, app: app}, nil
 	}}
 }
 
@@ -27,8 +27,7 @@ func goClientSystem(dsn, sync string) System {
 // the client side (the client watches the name), woken by the
 // notification that release sends.
 type goClient struct {
-	dsn  string
-	base string // dsn without the application_name
+	base string // the connection string, without the application_name
 	app  string // its connections' application_name
 	mu   sync.Mutex
 	c    *lease.Client
@@ -42,7 +41,7 @@ func (g *goClient) client(ttl time.Duration) (*lease.Client, error) {
 		// an owner as short as the bare SQL's ("w0" to "w7"), so that the
 		// comparison is of the client, not of the default owner's length
 		// (hostname:pid); the client adds its suffix to it
-		c, err := lease.New(g.dsn, lease.Config{TTL: ttl, Owner: "w"})
+		c, err := lease.New(g.base+" application_name="+g.app, lease.Config{TTL: ttl, Owner: "w"})
 		if err != nil {
 			return nil, err
 		}

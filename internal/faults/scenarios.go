@@ -707,8 +707,8 @@ func timeline(ctx context.Context, s *pgserver.Server) (int, error) {
 }
 
 // waitReceived waits until the standby s streams WAL of timeline tli.
-func waitReceived(ctx context.Context, s *pgserver.Server, tli int64) error {
-	var got int64
+func waitReceived(ctx context.Context, s *pgserver.Server, tli int) error {
+	var got int
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if queryRow(ctx, s.DSN("postgres"), "SELECT coalesce(max(received_tli), 0) FROM pg_stat_wal_receiver WHERE status = 'streaming'", &got) == nil && got >= tli {
 			return nil

@@ -128,23 +128,33 @@ func (s *Signer) ClearSigned(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	at := bytes.LastIndex(text, []byte("-----BEGIN PGP SIGNATURE-----"))
-	if at < 0 {
-		return nil, fmt.Errorf("sign: no signature block in the cleartext signature")
-	}
-	block, err := armor.Decode(bytes.NewReader(text[at:]))
+	at, sig, err := clearSignature(text)
 	if err != nil {
-		return nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
-	}
-	sig, err := io.ReadAll(block.Body)
-	if err != nil {
-		return nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
+		return nil, err
 	}
 	out := bytes.NewBuffer(append([]byte(nil), text[:at]...))
 	if err := armored(out, "PGP SIGNATURE", func(w io.Writer) error { _, err := w.Write(sig); return err }); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// clearSignature finds the signature block of a cleartext-signed text:
+// where it begins, and the signature packet it armors.
+func clearSignature(text []byte) (int, []byte, error) {
+	at := bytes.LastIndex(text, []byte("-----BEGIN PGP SIGNATURE-----"))
+	if at < 0 {
+		return 0, nil, fmt.Errorf("sign: no signature block in the cleartext signature")
+	}
+	block, err := armor.Decode(bytes.NewReader(text[at:]))
+	if err != nil {
+		return 0, nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
+	}
+	sig, err := io.ReadAll(block.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("sign: reading the cleartext signature's block: %w", err)
+	}
+	return at, sig, nil
 }
 
 // clearSignedNoChecksum is go-crypto's cleartext signature as it writes it.
