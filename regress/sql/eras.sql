@@ -133,6 +133,15 @@ SET LOCAL synchronous_commit = off;
 SHOW synchronous_commit;
 COMMIT;
 RESET synchronous_commit;
+-- no other role can lower the database's floor: set_floor() is the
+-- installer's, and database_floor(), which holds it, only its owner's
+CREATE ROLE regress_lease_other;
+SET ROLE regress_lease_other;
+SELECT lease.set_floor('session');
+CREATE OR REPLACE FUNCTION lease.database_floor() RETURNS text LANGUAGE sql STABLE AS $$SELECT 'session'::text$$;
+RESET ROLE;
+DROP ROLE regress_lease_other;
+SELECT lease.database_floor();
 -- new_era() and set_floor() are the installer's; current_era() is PUBLIC's
 SELECT has_function_privilege('public', 'lease.new_era()', 'EXECUTE') AS public_new_era,
        has_function_privilege('public', 'lease.set_floor(text, regrole)', 'EXECUTE') AS public_set_floor,

@@ -76,18 +76,35 @@ COMMENT ON TABLE @extschema@.era_now IS
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
 
+-- The durability floor of this database: on, remote_apply or session.
+-- The body is the setting: set_floor() rewrites it, and only the
+-- function's owner (the extension's functions' owner, a superuser) can
+-- otherwise, so no session can change it. A SQL
+-- function that returns a constant is folded into the statements that
+-- call it when they are planned, so reading it costs nothing per call;
+-- PostgreSQL re-plans them when the function is replaced (a dependency
+-- it records for the functions it inlines; the isolation test floor
+-- shows a session's cached plans following another session's
+-- set_floor()). STABLE: the value may change between statements.
+CREATE FUNCTION @extschema@.database_floor()
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $function$SELECT 'on'::pg_catalog.text$function$;
+
+COMMENT ON FUNCTION @extschema@.database_floor() IS
+    'the durability floor of this database (on, remote_apply or session), which set_floor() sets';
+
 -- The floor under the durability of a transaction that changed a lease:
--- the database's (lease.floor: on, remote_apply or session, set on each
--- changing function by set_floor(), so that no session can change it)
--- raised by the session's lease.synchronous_commit; a session's session
--- counts where the session role's setting says so.
+-- the database's (database_floor()) raised by the session's
+-- lease.synchronous_commit; a session's session counts where the session
+-- role's setting says so.
 CREATE FUNCTION @extschema@.durable()
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_db    text := coalesce(nullif(current_setting('lease.floor', true), ''), 'on');
+    v_db    text := @extschema@.database_floor();
     v_floor text := coalesce(nullif(current_setting('lease.synchronous_commit', true), ''), 'on');
     v_now   text;
 BEGIN
@@ -125,7 +142,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.durable() IS
-    'internal: raises synchronous_commit for the calling transaction, which changed a lease, to the floor: the database''s (lease.floor, set by set_floor()) raised by lease.synchronous_commit (on, remote_apply, or session where the role''s or the database''s setting says so)';
+    'internal: raises synchronous_commit for the calling transaction, which changed a lease, to the floor: the database''s (database_floor(), set by set_floor()) raised by lease.synchronous_commit (on, remote_apply, or session where the role''s or the database''s setting says so)';
 
 REVOKE ALL ON FUNCTION @extschema@.durable() FROM PUBLIC;
 
@@ -321,8 +338,8 @@ REVOKE ALL ON FUNCTION @extschema@.new_era() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.new_era() TO @extowner@;
 
 -- The installer's way to lower (or raise) the durability floor: for this
--- database, on the changing functions themselves (lease.floor), which no
--- session can override and which costs nothing per call; for one role in
+-- database, as the body of database_floor(), which no session can
+-- override and which costs nothing per call; for one role in
 -- it, the role's setting that durable() honours (a read of
 -- pg_db_role_setting per change).
 CREATE FUNCTION @extschema@.set_floor(setting text, role regrole DEFAULT NULL)
@@ -330,18 +347,16 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
-DECLARE
-    f regprocedure;
 BEGIN
     IF set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
         RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
             USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
     END IF;
     IF set_floor.role IS NULL THEN
-        FOREACH f IN ARRAY ARRAY['@extschema@.acquire(text, text, interval, interval)', '@extschema@.renew(text, text, bigint, interval)',
-                                 '@extschema@.release(text, text, bigint)', '@extschema@.purge(interval)']::regprocedure[] LOOP
-            EXECUTE format('ALTER FUNCTION %s SET lease.floor = %L', f, coalesce(set_floor.setting, 'on'));
-        END LOOP;
+        -- The same definition as the install script's, with the setting
+        -- (NULL: on, byte for byte the installed one).
+        EXECUTE format('CREATE OR REPLACE FUNCTION @extschema@.database_floor() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS %L',
+                       format('SELECT %L::pg_catalog.text', coalesce(set_floor.setting, 'on')));
     ELSE
         EXECUTE format('ALTER ROLE %s IN DATABASE %I SET lease.synchronous_commit %s', set_floor.role, current_database(),
                        CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
@@ -350,7 +365,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
-    'set_floor(setting, role => NULL): the durability floor (on, remote_apply or session; NULL: back to on) for this database, set on the changing functions (pg_dump does not carry it), or for role in it as the role''s lease.synchronous_commit; only the installer (and superusers) may call it';
+    'set_floor(setting, role => NULL): the durability floor (on, remote_apply or session; NULL: back to on) for this database, as database_floor() (pg_dump does not carry it), or for role in it as the role''s lease.synchronous_commit; only the installer (and superusers) may call it';
 
 REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
@@ -400,7 +415,6 @@ CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interv
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -527,7 +541,7 @@ BEGIN
                        AND l.epoch < c.last_epoch
                     RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
-                    IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                         PERFORM @extschema@.durable();
                     END IF;
@@ -577,7 +591,7 @@ BEGIN
                     END;
                     IF epoch IS NOT NULL THEN
                         -- inserted
-                        IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                             PERFORM @extschema@.durable();
                         END IF;
@@ -690,7 +704,7 @@ BEGIN
                AND c.boot = pg_postmaster_start_time()
                AND l.epoch < c.last_epoch
             RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-            IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                 PERFORM @extschema@.durable();
             END IF;
@@ -721,7 +735,7 @@ BEGIN
             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             IF epoch IS NOT NULL THEN
                 -- inserted
-                IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                     PERFORM @extschema@.durable();
                 END IF;
@@ -768,7 +782,6 @@ CREATE OR REPLACE FUNCTION @extschema@.renew(name text, owner text, epoch bigint
 RETURNS TABLE (status text, expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -839,7 +852,7 @@ BEGIN
              WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
                AND l.expires_at > clock_timestamp()
             RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
-            IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                 PERFORM @extschema@.durable();
             END IF;
@@ -868,7 +881,6 @@ CREATE OR REPLACE FUNCTION @extschema@.release(name text, owner text, epoch bigi
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET lease.floor = on
 AS $function$
 DECLARE
     v_now     timestamptz;
@@ -890,7 +902,7 @@ BEGIN
                AND l.expires_at > clock_timestamp();
             -- (FOUND costs less here than a RETURNING ... INTO STRICT)
             IF FOUND THEN
-                IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                     PERFORM @extschema@.durable();
                 END IF;
@@ -1025,7 +1037,6 @@ CREATE OR REPLACE FUNCTION @extschema@.purge(grace interval DEFAULT interval '0'
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET lease.floor = on
 AS $function$
 DECLARE
     v_cutoff  timestamptz;
@@ -1066,7 +1077,7 @@ BEGIN
     IF v_max IS NOT NULL THEN
         INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
-        IF current_setting('synchronous_commit') || current_setting('lease.floor') || coalesce(current_setting('lease.synchronous_commit', true), '')
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
             PERFORM @extschema@.durable();
         END IF;
