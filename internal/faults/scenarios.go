@@ -54,9 +54,13 @@ var (
 	// the Go client: the leases it reports must be given ones.
 	ThroughClient = Variant{Name: "0.4.0 through the client", Create: "CREATE EXTENSION pg_lease", Client: true}
 	NoEras        = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
-		// (acquire's two statements that join era_now, not enter_era's)
+		// (acquire's statements that join era_now, not enter_era's, and
+		// the band its other statements were planned with)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
-			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n"}}
+			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n",
+			"(@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)", "1::bigint",
+			"least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint", "9223372036854775807::bigint",
+			"@extschema@.era_band(@extschema@.era_mark()) IS NOT NULL", "true"}}
 )
 
 // A Scenario is one fault in the middle of a run.

@@ -76,6 +76,59 @@ COMMENT ON TABLE @extschema@.era_now IS
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
 
+-- The era's band as a constant in acquire's plans, so that the common
+-- path reads no table for it. era_band() reads era_now when a statement
+-- that calls it is planned: it is IMMUTABLE and called with a constant,
+-- so the planner evaluates it then and the plan keeps the value.
+-- era_mark(), its argument, is inlined by the planner, which makes
+-- PostgreSQL re-plan the statement when era_mark() is replaced; the
+-- trigger era_changed replaces it at every change of era_now (an era
+-- entered, a clean restart's new start time, an operator's DELETE), so
+-- a session's plans follow from its next transaction. No plan outlives
+-- the run of the server it read: a crash restart and a restart end every
+-- session, and in recovery era_now cannot be read (planning fails, as
+-- every grant must). A call that had to settle the era reads era_now
+-- itself for the rest of the call (acquire's v_joined), so a plan that
+-- has not followed yet cannot hold it up.
+CREATE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS 'SELECT 0::pg_catalog.int8';
+
+COMMENT ON FUNCTION @extschema@.era_mark() IS
+    'internal: replaced at every change of era_now, so that the plans era_band() was folded into are made again';
+
+REVOKE ALL ON FUNCTION @extschema@.era_mark() FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_band(mark bigint)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $function$SELECT c.band FROM @extschema@.era_now AS c WHERE c.boot = pg_catalog.pg_postmaster_start_time()$function$;
+
+COMMENT ON FUNCTION @extschema@.era_band(bigint) IS
+    'internal: the band of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_band(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.era_band(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_changed()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    -- One change at a time, as enter_era() takes them (two replacements
+    -- of one function at once fail).
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    EXECUTE 'CREATE OR REPLACE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS ''SELECT 0::pg_catalog.int8''';
+    RETURN NULL;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_changed() IS
+    'internal: trigger function: replaces era_mark() when era_now changes';
+
+REVOKE ALL ON FUNCTION @extschema@.era_changed() FROM PUBLIC;
+
+CREATE TRIGGER era_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.era_now
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.era_changed();
+
 -- The durability floor of this database: on, remote_apply or session.
 -- The body is the setting: set_floor() rewrites it, and only the
 -- function's owner (the extension's functions' owner, a superuser) can
@@ -428,6 +481,7 @@ DECLARE
     v_left    numeric;
     v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
     v_next    bigint;   -- the epoch a grant would take, before the era's floor
+    v_joined  boolean;  -- this call settled the era: read era_now itself from now on
 BEGIN
     -- A non-blocking call with good arguments passes in one expression;
     -- a call with max_wait checks its arguments again with max_wait's;
@@ -526,20 +580,37 @@ BEGIN
                     -- run of the server (a crash empties the unlogged table, a
                     -- restart changes the start time); its band must have room for
                     -- the epoch. Otherwise nothing is updated, and the era is
-                    -- settled below.
-                    UPDATE @extschema@.leases AS l
-                       SET owner = acquire.owner,
-                           -- A released lease keeps its epoch (release advanced it);
-                           -- a lapsed one is taken over under the next; at least the
-                           -- first epoch of the era's band.
-                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                      FROM @extschema@.era_now AS c
-                     WHERE l.name = acquire.name
-                       AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                       AND c.boot = pg_postmaster_start_time()
-                       AND l.epoch < c.last_epoch
-                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    -- settled below. The band is the one the plan was made with
+                    -- (era_band()), until this call has settled the era.
+                    IF v_joined THEN
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                          FROM @extschema@.era_now AS c
+                         WHERE l.name = acquire.name
+                           AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                           AND c.boot = pg_postmaster_start_time()
+                           AND l.epoch < c.last_epoch
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    ELSE
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                         WHERE l.name = acquire.name
+                           AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                           -- (NULL, no era: no row; least() would pass it over)
+                           AND @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL
+                           AND l.epoch < least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    END IF;
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
@@ -575,13 +646,22 @@ BEGIN
                         v_lock_timeout := current_setting('lock_timeout');
                         v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
                         PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                        INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-                        SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                               (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                          FROM @extschema@.era_now AS c
-                         WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
-                        ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
-                        RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        IF v_joined THEN
+                            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                            SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                              FROM @extschema@.era_now AS c
+                             WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        ELSE
+                            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                            SELECT acquire.name, acquire.owner, greatest(v_next, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                             WHERE @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL AND v_next <= least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        END IF;
                         PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     EXCEPTION WHEN lock_not_available THEN
                         RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
@@ -613,6 +693,7 @@ BEGIN
                                   DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
                                   HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
                     END;
+                    v_joined := true;
                     CONTINUE;
                 END IF;
 
@@ -643,6 +724,7 @@ BEGIN
                                   DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
                                   HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
                     END;
+                    v_joined := true;
                     CONTINUE;
                 END IF;
 
@@ -690,20 +772,37 @@ BEGIN
             -- run of the server (a crash empties the unlogged table, a
             -- restart changes the start time); its band must have room for
             -- the epoch. Otherwise nothing is updated, and the era is
-            -- settled below.
-            UPDATE @extschema@.leases AS l
-               SET owner = acquire.owner,
-                   -- A released lease keeps its epoch (release advanced it);
-                   -- a lapsed one is taken over under the next; at least the
-                   -- first epoch of the era's band.
-                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-              FROM @extschema@.era_now AS c
-             WHERE l.name = acquire.name
-               AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-               AND c.boot = pg_postmaster_start_time()
-               AND l.epoch < c.last_epoch
-            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            -- settled below. The band is the one the plan was made with
+            -- (era_band()), until this call has settled the era.
+            IF v_joined THEN
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                  FROM @extschema@.era_now AS c
+                 WHERE l.name = acquire.name
+                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                   AND c.boot = pg_postmaster_start_time()
+                   AND l.epoch < c.last_epoch
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            ELSE
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                 WHERE l.name = acquire.name
+                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                   -- (NULL, no era: no row; least() would pass it over)
+                   AND @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL
+                   AND l.epoch < least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
                 PERFORM @extschema@.durable();
@@ -726,13 +825,22 @@ BEGIN
             -- transaction created the row first (it waits for that one to
             -- end when it has not); the loop then reads the row.
             v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
-            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-            SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-              FROM @extschema@.era_now AS c
-             WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
-            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
-            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            IF v_joined THEN
+                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                  FROM @extschema@.era_now AS c
+                 WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            ELSE
+                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                SELECT acquire.name, acquire.owner, greatest(v_next, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                 WHERE @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL AND v_next <= least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            END IF;
             IF epoch IS NOT NULL THEN
                 -- inserted
                 IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
@@ -746,6 +854,7 @@ BEGIN
             -- Not inserted: another transaction created the row, or the era
             -- must be settled first (a no-op when it was the former).
             PERFORM @extschema@.enter_era(v_next);
+            v_joined := true;
             CONTINUE;
         END IF;
 
@@ -765,6 +874,7 @@ BEGIN
             -- era's band: the name used up its band, or its row came without
             -- the era it was granted in).
             PERFORM @extschema@.enter_era(v_epoch::numeric + 1);
+            v_joined := true;
             CONTINUE;
         END IF;
 
