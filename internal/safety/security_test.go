@@ -29,6 +29,9 @@ var attack = []string{
 	`INSERT INTO lease.era_now SELECT 0, pg_postmaster_start_time(), 1, 4294967296`,
 	`CREATE FUNCTION lease.enter_era(numeric, boolean DEFAULT false) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION lease.durable() RETURNS void LANGUAGE sql AS ''`,
+	`CREATE FUNCTION lease.database_floor() RETURNS text LANGUAGE sql AS 'SELECT ''on''::text'`,
+	`CREATE FUNCTION lease.era_mark() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
+	`CREATE FUNCTION lease.era_band(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN
 	     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
