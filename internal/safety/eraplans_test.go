@@ -109,6 +109,25 @@ func planFollowing(t *testing.T, a, b *pgx.Conn) []string {
 		t.Errorf("x, granted in band %d by another session, granted to a in band %d", band, got)
 	}
 
+	// An era entered in a transaction that rolls back: the plans a made
+	// inside it (with the band of an era that was never recorded) must
+	// not outlive it.
+	if _, err := a.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	var gone int64
+	if err := a.QueryRow(ctx, "SELECT band FROM lease.new_era()").Scan(&gone); err != nil {
+		t.Fatal(err)
+	}
+	inside := take("w")
+	if _, err := a.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if inside != gone {
+		problems = append(problems, fmt.Sprintf("inside the transaction that entered band %d: w granted in band %d", gone, inside))
+	}
+	problems = append(problems, grants("after a rolled-back new_era()", band)...)
+
 	if _, err := b.Exec(ctx, "DELETE FROM lease.era_now"); err != nil {
 		t.Fatal(err)
 	}
