@@ -25,7 +25,7 @@ var Variants = []Variant{
 	{"release_keeps_epoch", "release does not advance the epoch", []string{"unique-epoch"},
 		[]string{"SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1", "SET owner = NULL, expires_at = NULL, epoch = l.epoch"}, false},
 	{"unchecked_takeover", "a free lease is taken without re-checking it as it is written", []string{"unique-epoch", "no-overlap"},
-		[]string{"\n               AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())", ""}, false},
+		[]string{"\n                   AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())", ""}, false},
 	{"no_lapse_check", "renew and release accept a lapsed lease", []string{"no-revival", "release-live"},
 		[]string{"WHEN v_expires <= v_now THEN 'lapsed'", "WHEN false THEN 'lapsed'",
 			"\n               AND l.expires_at > clock_timestamp()", ""}, false},
