@@ -27,7 +27,7 @@ func TestPlansFollowTheEra(t *testing.T) {
 			t.Fatal("the script has no trigger era_changed")
 		}
 		j := strings.Index(s[i:], ";\n")
-		return s[:i] + s[i+j+2:]
+		return strings.Replace(s[:i]+s[i+j+2:], "ALTER TABLE @extschema@.era_now ENABLE ALWAYS TRIGGER era_changed;\n", "", 1)
 	})
 	for _, c := range []struct {
 		ext     string

@@ -159,3 +159,54 @@ func TestOtherRolesAreRefused(t *testing.T) {
 		t.Errorf("the granted role: %+v %v", g, err)
 	}
 }
+
+// The installer owns the schema lease, so it can add functions to it.
+// acquire and new_era call enter_era() with its exact argument types, so
+// an overload the installer adds (here enter_era(bigint), which an uncast
+// bigint argument would choose over enter_era(numeric, boolean)) is never
+// what runs as the functions' owner, a superuser. The variant with the
+// uncast call shows that the attack works without that.
+func TestInstallerOverloadRunsNothing(t *testing.T) {
+	srv, inst := server(t)
+	ctx := context.Background()
+	variant(t, inst, "pg_lease_uncast", func(s string) string {
+		if !strings.Contains(s, "enter_era((v_next)::numeric, false)") {
+			t.Fatal("the script has no enter_era((v_next)::numeric, false)")
+		}
+		return strings.ReplaceAll(s, "enter_era((v_next)::numeric, false)", "enter_era(v_next)")
+	})
+	for _, c := range []struct {
+		ext  string
+		safe bool
+	}{{"pg_lease", true}, {"pg_lease_uncast", false}} {
+		t.Run(c.ext, func(t *testing.T) {
+			conn := installerSession(t, srv.DSN("postgres"), "overload_"+c.ext, c.ext)
+			for _, sql := range []string{
+				"CREATE TABLE public.attack_log (who text, superuser boolean)",
+				// it enters the era itself, so that the call completes and
+				// its transaction commits with the log
+				`CREATE FUNCTION lease.enter_era(bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+				 BEGIN
+				     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
+				     RETURN lease.enter_era($1::numeric, false);
+				 END $$`,
+				// a fresh database's first grant enters the era
+				"SELECT acquired FROM lease.acquire('x', 'attacker', interval '1 minute')",
+			} {
+				if _, err := conn.Exec(ctx, sql); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			var runs int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM public.attack_log WHERE superuser").Scan(&runs); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.safe && runs > 0:
+				t.Errorf("the installer's enter_era(bigint) ran as a superuser %d times", runs)
+			case !c.safe && runs == 0:
+				t.Errorf("the uncast variant did not run the installer's overload: the test proves nothing")
+			}
+		})
+	}
+}

@@ -266,7 +266,7 @@ BEGIN
                         v_lock_timeout := current_setting('lock_timeout');
                         v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
                         PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                        PERFORM @extschema@.enter_era(v_next);
+                        PERFORM @extschema@.enter_era((v_next)::numeric, false);
                         PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     EXCEPTION WHEN lock_not_available THEN
                         RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
@@ -297,7 +297,7 @@ BEGIN
                         v_lock_timeout := current_setting('lock_timeout');
                         v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
                         PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
-                        PERFORM @extschema@.enter_era(v_epoch::numeric + 1);
+                        PERFORM @extschema@.enter_era((v_epoch::numeric + 1)::numeric, false);
                         PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     EXCEPTION WHEN lock_not_available THEN
                         RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
@@ -434,7 +434,7 @@ BEGIN
             END IF;
             -- Not inserted: another transaction created the row, or the era
             -- must be settled first (a no-op when it was the former).
-            PERFORM @extschema@.enter_era(v_next);
+            PERFORM @extschema@.enter_era((v_next)::numeric, false);
             v_joined := true;
             CONTINUE;
         END IF;
@@ -454,7 +454,7 @@ BEGIN
             -- the server entered none, or when the epoch does not fit the
             -- era's band: the name used up its band, or its row came without
             -- the era it was granted in).
-            PERFORM @extschema@.enter_era(v_epoch::numeric + 1);
+            PERFORM @extschema@.enter_era((v_epoch::numeric + 1)::numeric, false);
             v_joined := true;
             CONTINUE;
         END IF;
@@ -971,6 +971,8 @@ REVOKE ALL ON FUNCTION @extschema@.era_changed() FROM PUBLIC;
 
 CREATE TRIGGER era_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.era_now
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.era_changed();
+-- (also in a session with session_replication_role = replica)
+ALTER TABLE @extschema@.era_now ENABLE ALWAYS TRIGGER era_changed;
 
 -- The durability floor of this database: on, remote_apply or session.
 -- The body is the setting: set_floor() rewrites it, and only the
@@ -1107,6 +1109,9 @@ BEGIN
         -- A clean restart (a crash would have emptied era_now): nothing
         -- was lost, the era goes on.
         UPDATE @extschema@.era_now SET boot = pg_postmaster_start_time();
+        -- (a transaction that did this cannot be prepared either: it holds
+        -- the lock every entry waits for)
+        PERFORM pg_notify('lease_era', v_now.band::text);
         RETURN v_now.band;
     END IF;
     -- Every epoch the table holds lies below the new era (rows restored or
@@ -1218,7 +1223,7 @@ BEGIN
         RAISE EXCEPTION 'lease.new_era() cannot run on a standby'
             USING ERRCODE = '25006', HINT = 'Call it on the primary; a promotion begins a new era by itself.';
     END IF;
-    band := @extschema@.enter_era(NULL, true);
+    band := @extschema@.enter_era(NULL::numeric, true);
     SELECT r.generation, r.timeline, r.new_eras INTO generation, timeline, new_eras
       FROM @extschema@.eras AS r WHERE r.band = new_era.band AND NOT r.installed
      ORDER BY r.home DESC LIMIT 1;
