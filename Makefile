@@ -256,7 +256,7 @@ bench-ab:
 	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
 	@# the baseline's own newest version (BASE may be an older release)
-	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds 6 -phase 2s
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds 8 -phase 2s
 
 # The same comparison in instructions per operation (valgrind; a count
 # that the machine's drift does not move): make bench-ir BASE=REV.

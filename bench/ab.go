@@ -57,11 +57,13 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 	}
 	cycle := func(sys System) (Result, error) { return cycles(ctx, sys, names, 8, o.phase) }
 	renew := func(sys System) (Result, error) { return renews(ctx, sys, names, 8, o.phase) }
+	first := func(sys System) (Result, error) { return firstCycles(ctx, sys, names, 8, o.phase) }
 	hotRun := func(sys System) (Result, error) { return hot(ctx, sys, 8, o.phase) }
 	rows := []row{
 		{"cycle sync off", newOff, baseOff, cycle},
 		{"renew sync off", newOff, baseOff, renew},
 		{"cycle sync on", newOn, baseOn, cycle},
+		{"a new connection's first cycle sync on", newOn, baseOn, first},
 		{"hot name sync off", newOff, baseOff, hotRun},
 		{"cycle sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, cycle},
 		{"renew sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, renew},

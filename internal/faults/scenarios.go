@@ -58,9 +58,8 @@ var (
 		// the band its other statements were planned with)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
 			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n",
-			"(@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)", "1::bigint",
-			"least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint", "9223372036854775807::bigint",
-			"@extschema@.era_band(@extschema@.era_mark()) IS NOT NULL", "true"}}
+			"@extschema@.era_first(@extschema@.era_mark())", "1::bigint",
+			"@extschema@.era_last(@extschema@.era_mark())", "9223372036854775807::bigint"}}
 )
 
 // A Scenario is one fault in the middle of a run.

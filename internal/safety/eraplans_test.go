@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// 0.4.0's acquire takes the era's band from its plan: era_band() is
-// folded into the statement when it is planned, and the trigger on
-// era_now replaces era_mark() so that PostgreSQL plans it again. These
+// 0.4.0's acquire takes the era's band from its plan: era_first() and
+// era_last() are folded into the statement when it is planned, and the
+// trigger on era_now replaces era_mark() so that PostgreSQL plans it
+// again. These
 // tests prove that a session whose plans were made before follows what
 // another session does to era_now: a new era entered, and era_now
 // emptied (what a crash does; a crash also ends every session, so this

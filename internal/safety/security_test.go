@@ -31,7 +31,8 @@ var attack = []string{
 	`CREATE FUNCTION lease.durable() RETURNS void LANGUAGE sql AS ''`,
 	`CREATE FUNCTION lease.database_floor() RETURNS text LANGUAGE sql AS 'SELECT ''on''::text'`,
 	`CREATE FUNCTION lease.era_mark() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
-	`CREATE FUNCTION lease.era_band(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
+	`CREATE FUNCTION lease.era_first(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'`,
+	`CREATE FUNCTION lease.era_last(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 4294967296::bigint'`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN
 	     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;

@@ -162,7 +162,7 @@ BEGIN
                     -- restart changes the start time); its band must have room for
                     -- the epoch. Otherwise nothing is updated, and the era is
                     -- settled below. The band is the one the plan was made with
-                    -- (era_band()), until this call has settled the era.
+                    -- (era_first(), era_last()), until this call has settled the era.
                     IF v_joined THEN
                         UPDATE @extschema@.leases AS l
                            SET owner = acquire.owner,
@@ -183,13 +183,11 @@ BEGIN
                                -- A released lease keeps its epoch (release advanced it);
                                -- a lapsed one is taken over under the next; at least the
                                -- first epoch of the era's band.
-                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
                                expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
                          WHERE l.name = acquire.name
                            AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                           -- (NULL, no era: no row; least() would pass it over)
-                           AND @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL
-                           AND l.epoch < least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
                         RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                     END IF;
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
@@ -237,9 +235,9 @@ BEGIN
                             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
                         ELSE
                             INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-                            SELECT acquire.name, acquire.owner, greatest(v_next, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                            SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
                                    (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                             WHERE @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL AND v_next <= least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                             WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
                         END IF;
@@ -354,7 +352,7 @@ BEGIN
             -- restart changes the start time); its band must have room for
             -- the epoch. Otherwise nothing is updated, and the era is
             -- settled below. The band is the one the plan was made with
-            -- (era_band()), until this call has settled the era.
+            -- (era_first(), era_last()), until this call has settled the era.
             IF v_joined THEN
                 UPDATE @extschema@.leases AS l
                    SET owner = acquire.owner,
@@ -375,13 +373,11 @@ BEGIN
                        -- A released lease keeps its epoch (release advanced it);
                        -- a lapsed one is taken over under the next; at least the
                        -- first epoch of the era's band.
-                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
                        expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
                  WHERE l.name = acquire.name
                    AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                   -- (NULL, no era: no row; least() would pass it over)
-                   AND @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL
-                   AND l.epoch < least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
                 RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
@@ -416,9 +412,9 @@ BEGIN
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             ELSE
                 INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
-                SELECT acquire.name, acquire.owner, greatest(v_next, (@extschema@.era_band(@extschema@.era_mark()) * 4294967296 + 1)),
+                SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
                        (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                 WHERE @extschema@.era_band(@extschema@.era_mark()) IS NOT NULL AND v_next <= least((@extschema@.era_band(@extschema@.era_mark()) + 1)::numeric * 4294967296, 9223372036854775807)::bigint
+                 WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             END IF;
@@ -919,36 +915,60 @@ COMMENT ON TABLE @extschema@.era_now IS
 
 REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
 
--- The era's band as a constant in acquire's plans, so that the common
--- path reads no table for it. era_band() reads era_now when a statement
--- that calls it is planned: it is IMMUTABLE and called with a constant,
--- so the planner evaluates it then and the plan keeps the value.
--- era_mark(), its argument, is inlined by the planner, which makes
--- PostgreSQL re-plan the statement when era_mark() is replaced; the
--- trigger era_changed replaces it at every change of era_now (an era
--- entered, a clean restart's new start time, an operator's DELETE), so
--- a session's plans follow from its next transaction. No plan outlives
--- the run of the server it read: a crash restart and a restart end every
--- session, and in recovery era_now cannot be read (planning fails, as
--- every grant must). A call that had to settle the era reads era_now
--- itself for the rest of the call (acquire's v_joined), so a plan that
--- has not followed yet cannot hold it up.
+-- The era's band as constants in acquire's plans, so that the common
+-- path reads no table for it. era_first() and era_last() read era_now
+-- when a statement that calls them is planned: they are IMMUTABLE and
+-- called with a constant, so the planner evaluates them then and the
+-- plan keeps the values. era_mark(), their argument, is inlined by the
+-- planner, which makes PostgreSQL re-plan the statement when era_mark()
+-- is replaced; the trigger era_changed replaces it at every change of
+-- era_now (an era entered, a clean restart's new start time, an
+-- operator's DELETE), so a session's plans follow from its next
+-- transaction. No plan outlives the run of the server it read: a crash
+-- restart and a restart end every session, and in recovery era_now
+-- cannot be read (planning fails, as every grant must). A call that had
+-- to settle the era reads era_now itself for the rest of the call
+-- (acquire's v_joined), so a plan that has not followed yet cannot hold
+-- it up. They are PL/pgSQL, whose compiled body and query plan a
+-- session keeps, so that each of a new session's first plans (the first
+-- five of a statement are made for its arguments) pays a few
+-- microseconds for them, not a parse of a SQL body.
 CREATE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS 'SELECT 0::pg_catalog.int8';
 
 COMMENT ON FUNCTION @extschema@.era_mark() IS
-    'internal: replaced at every change of era_now, so that the plans era_band() was folded into are made again';
+    'internal: replaced at every change of era_now, so that the plans era_first() and era_last() were folded into are made again';
 
 REVOKE ALL ON FUNCTION @extschema@.era_mark() FROM PUBLIC;
 
-CREATE FUNCTION @extschema@.era_band(mark bigint)
+CREATE FUNCTION @extschema@.era_first(mark bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $function$SELECT c.band FROM @extschema@.era_now AS c WHERE c.boot = pg_catalog.pg_postmaster_start_time()$function$;
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    RETURN (SELECT c.first_epoch FROM @extschema@.era_now AS c
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time());
+END
+$function$;
 
-COMMENT ON FUNCTION @extschema@.era_band(bigint) IS
-    'internal: the band of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_band(era_mark())';
+COMMENT ON FUNCTION @extschema@.era_first(bigint) IS
+    'internal: the first epoch of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_first(era_mark())';
 
-REVOKE ALL ON FUNCTION @extschema@.era_band(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.era_first(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_last(mark bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    RETURN (SELECT c.last_epoch FROM @extschema@.era_now AS c
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time());
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_last(bigint) IS
+    'internal: the last epoch of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_last(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.era_last(bigint) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.era_changed()
 RETURNS trigger
