@@ -54,8 +54,9 @@ var (
 	// the Go client: the leases it reports must be given ones.
 	ThroughClient = Variant{Name: "0.4.0 through the client", Create: "CREATE EXTENSION pg_lease", Client: true}
 	NoEras        = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
-		// (acquire's statements that join era_now, not enter_era's, and
-		// the band its other statements were planned with)
+		// (the statements that join era_now as "AS c", acquire's and
+		// era_first()'s and era_last()'s, not enter_era's, and the band
+		// acquire's other statements were planned with)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
 			"FROM (SELECT pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch) AS c\n",
 			"@extschema@.era_first(@extschema@.era_mark())", "1::bigint",

@@ -93,7 +93,8 @@ REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
 -- it up. They are PL/pgSQL, whose compiled body and query plan a
 -- session keeps, so that each of a new session's first plans (the first
 -- five of a statement are made for its arguments) pays a few
--- microseconds for them, not a parse of a SQL body.
+-- microseconds for them (before PostgreSQL 18, a SQL function's body is
+-- parsed and planned again at each evaluation).
 CREATE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS 'SELECT 0::pg_catalog.int8';
 
 COMMENT ON FUNCTION @extschema@.era_mark() IS
@@ -106,8 +107,9 @@ RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $function$
 BEGIN
+    -- (one row; were there more, as enter_era() reads them: the first)
     RETURN (SELECT c.first_epoch FROM @extschema@.era_now AS c
-             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time());
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time() LIMIT 1);
 END
 $function$;
 
@@ -121,8 +123,9 @@ RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $function$
 BEGIN
+    -- (one row; were there more, as enter_era() reads them: the first)
     RETURN (SELECT c.last_epoch FROM @extschema@.era_now AS c
-             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time());
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time() LIMIT 1);
 END
 $function$;
 
