@@ -32,10 +32,13 @@ type Lease struct {
 	renewing sync.Mutex
 
 	mu       sync.Mutex
-	err      error       // why it ended; nil while held
-	deadline time.Time   // the local deadline (monotonic)
-	timer    *time.Timer // fires at the deadline
-	renew    *time.Timer // fires at the next renewal
+	err      error     // why it ended; nil while held
+	deadline time.Time // the local deadline (monotonic)
+	// timer fires at the deadline; set by the first renewal (the renewal
+	// timer fires before the deadline, by CallTimeout at least: Config),
+	// so that a lease released before then costs one timer, not two
+	timer *time.Timer
+	renew *time.Timer // fires at the next renewal
 	// lastRenewErr is the last renewal's failure, for the deadline's error
 	lastRenewErr error
 }
@@ -49,7 +52,6 @@ func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	}
 	l.mu.Lock()
 	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
 	l.renew = time.AfterFunc(c.cfg.RenewEvery, l.keepAlive)
 	l.mu.Unlock()
 	c.mu.Lock()
@@ -95,7 +97,9 @@ func (l *Lease) end(err error) {
 		return
 	}
 	l.err = err
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	l.renew.Stop()
 	l.mu.Unlock()
 	l.cancel(err)
@@ -137,9 +141,15 @@ func (l *Lease) lostErr() error {
 func (l *Lease) keepAlive() {
 	l.renewing.Lock()
 	defer l.renewing.Unlock()
-	if l.Err() != nil {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
 		return
 	}
+	if l.timer == nil {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
+	}
+	l.mu.Unlock()
 	cfg := l.c.cfg
 	sent := time.Now()
 	var status string
