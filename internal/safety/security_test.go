@@ -25,8 +25,8 @@ var attack = []string{
 	`CREATE TABLE lease.purge_mark (id boolean PRIMARY KEY, epoch bigint)`,
 	// 0.4.0's era table and helpers, which the functions also find by the
 	// schema's name
-	`CREATE TABLE lease.era_now (band bigint, boot timestamptz, first_epoch bigint, last_epoch bigint)`,
-	`INSERT INTO lease.era_now SELECT 0, pg_postmaster_start_time(), 1, 4294967296`,
+	`CREATE TABLE lease.era_now (band bigint, boot timestamptz, first_epoch bigint, last_epoch bigint, database_oid oid)`,
+	`INSERT INTO lease.era_now SELECT 0, pg_postmaster_start_time(), 1, 4294967296, d.oid FROM pg_database AS d WHERE d.datname = current_database()`,
 	`CREATE FUNCTION lease.enter_era(numeric, boolean DEFAULT false) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION lease.durable() RETURNS void LANGUAGE sql AS ''`,
 	`CREATE FUNCTION lease.database_floor() RETURNS text LANGUAGE sql AS 'SELECT ''on''::text'`,

@@ -174,7 +174,7 @@ BEGIN
                           FROM @extschema@.era_now AS c
                          WHERE l.name = acquire.name
                            AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                           AND c.boot = pg_postmaster_start_time()
+                           AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                            AND l.epoch < c.last_epoch
                         RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                     ELSE
@@ -230,7 +230,8 @@ BEGIN
                             SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
                                    (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
                               FROM @extschema@.era_now AS c
-                             WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                             WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND v_next <= c.last_epoch
                             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
                         ELSE
@@ -364,7 +365,7 @@ BEGIN
                   FROM @extschema@.era_now AS c
                  WHERE l.name = acquire.name
                    AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
-                   AND c.boot = pg_postmaster_start_time()
+                   AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                    AND l.epoch < c.last_epoch
                 RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
             ELSE
@@ -407,7 +408,8 @@ BEGIN
                 SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
                        (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
                   FROM @extschema@.era_now AS c
-                 WHERE c.boot = pg_postmaster_start_time() AND v_next <= c.last_epoch
+                 WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                   AND v_next <= c.last_epoch
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             ELSE
@@ -904,10 +906,14 @@ SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_iden
 -- backup and, being no configuration table, every dump. The start time
 -- tells a restart (or pg_upgrade, which carries the file) from this run.
 CREATE UNLOGGED TABLE @extschema@.era_now (
-    band        bigint      NOT NULL,
-    boot        timestamptz NOT NULL,
-    first_epoch bigint      NOT NULL,
-    last_epoch  bigint      NOT NULL
+    band         bigint      NOT NULL,
+    boot         timestamptz NOT NULL,
+    first_epoch  bigint      NOT NULL,
+    last_epoch   bigint      NOT NULL,
+    -- the database it was entered in: CREATE DATABASE ... TEMPLATE copies
+    -- the file of an unlogged table too, and the copy is another database,
+    -- whose grants must not go on in its template's era
+    database_oid oid         NOT NULL
 );
 
 COMMENT ON TABLE @extschema@.era_now IS
@@ -948,7 +954,8 @@ AS $function$
 BEGIN
     -- (one row; were there more, as enter_era() reads them: the first)
     RETURN (SELECT c.first_epoch FROM @extschema@.era_now AS c
-             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time() LIMIT 1);
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()
+               AND c.database_oid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
 END
 $function$;
 
@@ -964,7 +971,8 @@ AS $function$
 BEGIN
     -- (one row; were there more, as enter_era() reads them: the first)
     RETURN (SELECT c.last_epoch FROM @extschema@.era_now AS c
-             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time() LIMIT 1);
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()
+               AND c.database_oid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
 END
 $function$;
 
@@ -1103,19 +1111,23 @@ BEGIN
     -- Valid: nothing to enter, and no lock taken (the lock lasts until
     -- the caller's transaction ends: a blocking acquire that called this
     -- and then waits for its lease would hold up every entry meanwhile).
-    SELECT c.band, c.boot, c.last_epoch INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
-    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+    -- Valid is of this run of the server and of this database (a copy
+    -- made with CREATE DATABASE ... TEMPLATE carries its template's row).
+    v_db := (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+    SELECT c.band, c.boot, c.last_epoch, c.database_oid INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
+    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND v_now.database_oid = v_db
+       AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
         RETURN v_now.band;
     END IF;
     LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
-    SELECT c.band, c.boot, c.last_epoch INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
-    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+    SELECT c.band, c.boot, c.last_epoch, c.database_oid INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
+    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND v_now.database_oid = v_db
+       AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
         RETURN v_now.band;  -- another call has just entered it
     END IF;
     v_sysid := (pg_control_system()).system_identifier;
     v_tli := CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
          ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END;
-    v_db := (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database());
     -- The highest recorded era, and whether every row of its band was
     -- entered here (this cluster, this database, this table); a row that
     -- came with a restore or a copy makes it another's.
@@ -1127,7 +1139,7 @@ BEGIN
       INTO v_top
       FROM @extschema@.eras AS r
      WHERE r.band = (SELECT max(m.band) FROM @extschema@.eras AS m);
-    IF NOT p_new_era AND v_now.band = v_top.band AND v_top.ours AND NOT v_top.installed
+    IF NOT p_new_era AND v_now.band = v_top.band AND v_now.database_oid = v_db AND v_top.ours AND NOT v_top.installed
        AND v_top.timeline = v_tli AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
         -- A clean restart (a crash would have emptied era_now): nothing
         -- was lost, the era goes on.
@@ -1197,8 +1209,8 @@ BEGIN
         VALUES (v_band, v_gen, v_base, v_tli, v_n, false, v_sysid, v_db, v_home);
     END IF;
     DELETE FROM @extschema@.era_now;
-    INSERT INTO @extschema@.era_now (band, boot, first_epoch, last_epoch)
-    VALUES (v_band, pg_postmaster_start_time(), (v_band * 4294967296 + 1), least((v_band + 1)::numeric * 4294967296, 9223372036854775807)::bigint);
+    INSERT INTO @extschema@.era_now (band, boot, first_epoch, last_epoch, database_oid)
+    VALUES (v_band, pg_postmaster_start_time(), (v_band * 4294967296 + 1), least((v_band + 1)::numeric * 4294967296, 9223372036854775807)::bigint, v_db);
     -- Entering an era is durable whatever lease.synchronous_commit says
     -- (a second crash must not enter it again), and a transaction that
     -- entered one cannot be prepared: PREPARE TRANSACTION refuses one that
@@ -1224,7 +1236,8 @@ SET search_path = pg_catalog, pg_temp
 AS $function$
     SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.began_at,
            (r.band * 4294967296 + 1),
-           EXISTS (SELECT FROM @extschema@.era_now AS c WHERE c.band = r.band AND c.boot = pg_postmaster_start_time())
+           EXISTS (SELECT FROM @extschema@.era_now AS c WHERE c.band = r.band AND c.boot = pg_postmaster_start_time()
+                                                          AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
       FROM @extschema@.eras AS r
      ORDER BY r.band DESC, r.installed, r.home DESC
      LIMIT 1;
