@@ -128,19 +128,7 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 // plans of each are custom ones) before it reaches the steady state that
 // a pooled application sees; firstCycles measures that start instead.
 func cycles(ctx context.Context, s System, names []string, clients int, d time.Duration) (Result, error) {
-	cycle := func(c Client, i, n int) (bool, error) {
-		name := names[(i+n*clients)%len(names)]
-		owner := "w" + strconv.Itoa(i)
-		tok, ok, err := c.Acquire(ctx, name, owner, 30*time.Second)
-		if err != nil || !ok {
-			return false, errOr(err, "acquire of free %s failed", name)
-		}
-		ok, err = c.Release(ctx, name, owner, tok)
-		if err != nil || !ok {
-			return false, errOr(err, "release of %s failed", name)
-		}
-		return true, nil
-	}
+	cycle := func(c Client, i, n int) (bool, error) { return cycleOnce(ctx, c, names, clients, i, n) }
 	warm := func(c Client, i int) error {
 		for n := range warmCycles {
 			if _, err := cycle(c, i, n); err != nil {
@@ -152,6 +140,22 @@ func cycles(ctx context.Context, s System, names []string, clients int, d time.D
 	r, err := parallel(ctx, s, clients, d, warm, cycle)
 	r.Workload = "cycle"
 	return r, err
+}
+
+// cycleOnce is client i's n-th cycle: acquire then release, on its own
+// share of the names.
+func cycleOnce(ctx context.Context, c Client, names []string, clients, i, n int) (bool, error) {
+	name := names[(i+n*clients)%len(names)]
+	owner := "w" + strconv.Itoa(i)
+	tok, ok, err := c.Acquire(ctx, name, owner, 30*time.Second)
+	if err != nil || !ok {
+		return false, errOr(err, "acquire of free %s failed", name)
+	}
+	ok, err = c.Release(ctx, name, owner, tok)
+	if err != nil || !ok {
+		return false, errOr(err, "release of %s failed", name)
+	}
+	return true, nil
 }
 
 // warmCycles is how many cycles a connection runs before it is measured.
@@ -176,17 +180,7 @@ func firstCycles(ctx context.Context, s System, names []string, clients int, d t
 			return false, err
 		}
 		defer c.Close()
-		name := names[(i+n*clients)%len(names)]
-		owner := "w" + strconv.Itoa(i)
-		tok, ok, err := c.Acquire(ctx, name, owner, 30*time.Second)
-		if err != nil || !ok {
-			return false, errOr(err, "acquire of free %s failed", name)
-		}
-		ok, err = c.Release(ctx, name, owner, tok)
-		if err != nil || !ok {
-			return false, errOr(err, "release of %s failed", name)
-		}
-		return true, nil
+		return cycleOnce(ctx, c, names, clients, i, n)
 	})
 	r.Workload = "first cycle"
 	r.Server = time.Duration(procStat(postmaster, 13)+procStat(postmaster, 14)-cpu0) * time.Second / 100
