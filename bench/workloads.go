@@ -129,17 +129,19 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 // a pooled application sees; firstCycles measures that start instead.
 func cycles(ctx context.Context, s System, names []string, clients int, d time.Duration) (Result, error) {
 	cycle := func(c Client, i, n int) (bool, error) { return cycleOnce(ctx, c, names, clients, i, n) }
-	warm := func(c Client, i int) error {
-		for n := range warmCycles {
-			if _, err := cycle(c, i, n); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	r, err := parallel(ctx, s, clients, d, warm, cycle)
+	r, err := parallel(ctx, s, clients, d, func(c Client, i int) error { return warm(c, i, cycle) }, cycle)
 	r.Workload = "cycle"
 	return r, err
+}
+
+// warm runs client i's operation op warmCycles times, untimed.
+func warm(c Client, i int, op func(c Client, i, n int) (bool, error)) error {
+	for n := range warmCycles {
+		if _, err := op(c, i, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cycleOnce is client i's n-th cycle: acquire then release, on its own
@@ -207,6 +209,14 @@ func procStat(pid, i int) int {
 // warmCycles renewals untimed).
 func renews(ctx context.Context, s System, names []string, clients int, d time.Duration) (Result, error) {
 	tokens := make([][]int64, clients)
+	renew := func(c Client, i, n int) (bool, error) {
+		k := n % 10
+		ok, err := c.Renew(ctx, names[500+i*10+k], "r"+strconv.Itoa(i), tokens[i][k], time.Minute)
+		if err != nil || !ok {
+			return false, errOr(err, "renew failed")
+		}
+		return true, nil
+	}
 	r, err := parallel(ctx, s, clients, d, func(c Client, i int) error {
 		for k := range 10 {
 			name := names[500+i*10+k]
@@ -216,22 +226,8 @@ func renews(ctx context.Context, s System, names []string, clients int, d time.D
 			}
 			tokens[i] = append(tokens[i], tok)
 		}
-		// warm, as cycles are
-		for n := range warmCycles {
-			k := n % 10
-			if ok, err := c.Renew(ctx, names[500+i*10+k], "r"+strconv.Itoa(i), tokens[i][k], time.Minute); err != nil || !ok {
-				return errOr(err, "renew failed")
-			}
-		}
-		return nil
-	}, func(c Client, i, n int) (bool, error) {
-		k := n % 10
-		ok, err := c.Renew(ctx, names[500+i*10+k], "r"+strconv.Itoa(i), tokens[i][k], time.Minute)
-		if err != nil || !ok {
-			return false, errOr(err, "renew failed")
-		}
-		return true, nil
-	})
+		return warm(c, i, renew)
+	}, renew)
 	// leave the names free for the next system
 	for i := range clients {
 		c, err := s.Connect(ctx)

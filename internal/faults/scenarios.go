@@ -58,8 +58,9 @@ var (
 		// era_first()'s and era_last()'s, not enter_era's, and the band
 		// acquire's other statements were planned with)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
+			// (a row for each database: the statements keep their own)
 			"FROM (SELECT pg_catalog.pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch, " +
-				"(SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) AS database_oid) AS c\n",
+				"d.oid AS database_oid FROM pg_catalog.pg_database AS d) AS c\n",
 			"@extschema@.era_first(@extschema@.era_mark())", "1::bigint",
 			"@extschema@.era_last(@extschema@.era_mark())", "9223372036854775807::bigint"}}
 )

@@ -253,8 +253,34 @@ func TemplateSet(src fs.FS, d any, paths ...string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Block renders the block name that the template file path defines, with
+// d: for a test that edits a rendered script to find a fragment of it.
+func Block(src fs.FS, path, name string, d any) (string, error) {
+	t, err := parse(src, path)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, d); err != nil {
+		return "", fmt.Errorf("render block %s of %s: %w", name, path, err)
+	}
+	return buf.String(), nil
+}
+
 // Template renders one template file from src with the given data.
 func Template(src fs.FS, path string, d any) ([]byte, error) {
+	t, err := parse(src, path)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render template %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func parse(src fs.FS, path string) (*template.Template, error) {
 	text, err := fs.ReadFile(src, path)
 	if err != nil {
 		return nil, fmt.Errorf("read template: %w", err)
@@ -263,11 +289,7 @@ func Template(src fs.FS, path string, d any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse template %s: %w", path, err)
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, d); err != nil {
-		return nil, fmt.Errorf("render template %s: %w", path, err)
-	}
-	return buf.Bytes(), nil
+	return t, nil
 }
 
 // Write writes files below dir in sorted order, creating directories as

@@ -5,11 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// thisDatabase is how the script finds its database's OID (the template
-// this_database), which the variant below edits away.
-const thisDatabase = "(SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())"
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/render"
+)
 
 // CREATE DATABASE ... TEMPLATE copies every file of the template,
 // era_now's (unlogged) too: the copy starts with its template's era
@@ -20,6 +19,11 @@ const thisDatabase = "(SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.dat
 // band, the same epochs as the template (what the first 0.4.0 did).
 func TestTemplateCloneEntersNewEra(t *testing.T) {
 	srv, inst := server(t)
+	// How the script finds its database's OID, which the variant edits away.
+	thisDatabase, err := render.Block(pglease.Files, "templates/pg_lease.sql.tmpl", "this_database", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	variant(t, inst, "pg_lease_clone_blind", func(s string) string {
 		for _, e := range []struct {
 			old, new string

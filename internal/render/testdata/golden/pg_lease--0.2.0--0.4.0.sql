@@ -53,7 +53,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
 INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
                               system_identifier, database_oid, home)
 SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_identifier,
-       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
+       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()),
        '@extschema@.eras'::pg_catalog.regclass
   FROM (SELECT coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
          ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1) AS tli) AS t;
@@ -206,7 +206,7 @@ BEGIN
         -- write one; the installer has lease.set_floor()). A session that
         -- sets it itself keeps the floor.
         IF EXISTS (SELECT FROM pg_db_role_setting AS s
-                    WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database()))
+                    WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
                       AND s.setrole IN (0, (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = session_user))
                       AND s.setconfig @> ARRAY['lease.synchronous_commit=session']) THEN
             RETURN;

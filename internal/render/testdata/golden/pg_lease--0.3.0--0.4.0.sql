@@ -203,7 +203,7 @@ BEGIN
         -- write one; the installer has lease.set_floor()). A session that
         -- sets it itself keeps the floor.
         IF EXISTS (SELECT FROM pg_db_role_setting AS s
-                    WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database()))
+                    WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
                       AND s.setrole IN (0, (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = session_user))
                       AND s.setconfig @> ARRAY['lease.synchronous_commit=session']) THEN
             RETURN;
