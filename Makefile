@@ -250,13 +250,19 @@ bench-profile:
 # What a change to the extension buys: this tree's pg_lease against the
 # newest install script of commit BASE, in one server, in alternating pairs.
 AB_MAJOR ?= 15
+# Rounds of alternating pairs, and each phase's length: on this machine
+# (2 cores shared with the clients) a 2 s phase reads its flushes' luck
+# as much as the code (identical scripts move by 10 % a round), 5 s ones
+# about half as much.
+AB_ROUNDS ?= 8
+AB_PHASE ?= 5s
 bench-ab:
 	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [AB_MAJOR=15]" >&2; exit 2; }
 	rm -rf $(BUILD)/ab && mkdir -p $(BUILD)/ab/src
 	git archive $(BASE) | tar -x -C $(BUILD)/ab/src
 	cd $(BUILD)/ab/src && $(GO) run ./cmd/pglease-gen render --out ../out
 	@# the baseline's own newest version (BASE may be an older release)
-	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds 8 -phase 2s
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only ab -baseline ../$(BUILD)/ab/out/$(EXT_NAME)--$$(sed -n 's/^EXTVERSION = //p' ../$(BUILD)/ab/out/pglease.mk).sql -majors $(AB_MAJOR) -rounds $(AB_ROUNDS) -phase $(AB_PHASE)
 
 # The same comparison in instructions per operation (valgrind; a count
 # that the machine's drift does not move): make bench-ir BASE=REV.

@@ -1289,6 +1289,11 @@ BEGIN
         RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
             USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
     END IF;
+    -- One change at a time (two replacements of one function, or of one
+    -- role's setting, at once fail with "tuple concurrently updated"): a
+    -- second set_floor() waits for the first's transaction, as an era's
+    -- change does.
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
     IF set_floor.role IS NULL THEN
         -- The same definition as the install script's, with the setting
         -- (NULL: on, byte for byte the installed one).
