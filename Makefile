@@ -20,6 +20,7 @@
 #   make bench-ab BASE=REV    this tree's pg_lease against commit REV's
 #   make bench-ir BASE=REV    the same in instructions per operation (valgrind)
 #   make bench-client         the Go client's cycles against bare SQL
+#   make bench-client-ir      the same in instructions per cycle (valgrind)
 #   make soak-storage         lease.leases over 10,000,000 cycles on 1,000 and
 #                             100,000 names, sampled every 500,000 (SOAK_CYCLES)
 #   make failover-ci          the fault tests (internal/faults), short, on
@@ -71,7 +72,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -90,7 +91,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -104,7 +105,7 @@ PG ?= all
 HOST_PATHS = /usr/pgsql-* /usr/share/doc/pg_lease* /usr/share/licenses/pg_lease*
 test: deps images
 	@mkdir -p $(BUILD) && ls -d $(HOST_PATHS) > $(BUILD)/host-before.txt 2>/dev/null || true
-	$(MAKE) lint-ci go-test failover-ci promotion-ci upgrade-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci PROMOTION_MAJORS="$(PROMOTION_SAMPLE)" FUZZTIME=15000x
+	$(MAKE) lint-ci go-test failover-ci promotion-ci upgrade-ci stress-ci fuzz bench-quick matrix rpm-proof deb-proof arm64-ci PROMOTION_MAJORS="$(PROMOTION_SAMPLE)" FUZZTIME=15000x RPM_PROOF_PG="$(RPM_PROOF_SAMPLE)" DEB_PROOF_PG="$(DEB_PROOF_SAMPLE)" BENCH_QUICK_PHASE=200ms
 	@ls -d $(HOST_PATHS) > $(BUILD)/host-after.txt 2>/dev/null || true
 	@diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >/dev/null || { echo "make test wrote outside its temporary directories:" >&2; diff $(BUILD)/host-before.txt $(BUILD)/host-after.txt >&2; exit 1; }
 
@@ -239,8 +240,9 @@ soak-storage:
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only soak -soak $(SOAK_CYCLES) -soak-names 1000 -out results/soak-1000
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only soak -soak $(SOAK_CYCLES) -soak-names 100000 -out results/soak-100000
 
+BENCH_QUICK_PHASE ?= 400ms
 bench-quick:
-	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -phase 400ms -out ../$(BUILD)/bench-quick
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -quick -phase $(BENCH_QUICK_PHASE) -out ../$(BUILD)/bench-quick
 
 # Where a backend's CPU time goes, pg_lease against the floor, on PostgreSQL
 # 15 and 18 (perf, as root; bench/results/profile.md).
@@ -278,6 +280,12 @@ bench-ir:
 # (alternating pairs): what the client adds to each cycle.
 bench-client:
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only client -majors $(AB_MAJOR) -rounds 10 -phase 3s
+
+# The same in instructions (valgrind): the client's process and bare
+# SQL's per cycle, and the server's, so the client's share of a cycle.
+bench-client-ir:
+	@command -v valgrind >/dev/null || { echo "bench-client-ir needs valgrind: apt-get install valgrind" >&2; exit 2; }
+	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only client-ir -majors $(AB_MAJOR)
 
 # Debian's autopkgtest (the tarball's debian/tests) on the package of each
 # major Debian ships, in its local Debian image; make test runs 15.
@@ -332,8 +340,17 @@ PROOF_VERSIONS ?= newest
 # with dnf --releasever through the host's .repo form: make test proves
 # them on one major each (make distro-proofs on all of theirs).
 EL_SAMPLE_PG ?= 17
+# make test's samples of the install proofs (make rpm-proof and make
+# deb-proof alone take every major): the oldest, Debian 13's and the
+# newest major on the EL9 stand-in, and for the debs one image of each
+# Debian release (15 bookworm's own, 17 trixie's, 19 sid's with
+# experimental's); matrix has run every major's suites already.
+RPM_PROOF_SAMPLE ?= 14,17,19
+DEB_PROOF_SAMPLE ?= 15,17,19
+RPM_PROOF_PG ?= $(PG)
+DEB_PROOF_PG ?= $(PG)
 rpm-proof: signed-dist
-	$(GO) run ./cmd/pglease-gen test --pg $(PG) --rpm $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(RPM_PROOF_PG) --rpm $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-rpm --junit $(BUILD)/junit-rpm.xml
 	$(GO) run ./cmd/pglease-gen test --pg $(EL_SAMPLE_PG) --rpm $(BUILD)/dist --distro el8 --versions newest --results $(BUILD)/results-rpm-el8 --junit $(BUILD)/junit-rpm-el8.xml
 	$(GO) run ./cmd/pglease-gen test --pg $(EL_SAMPLE_PG) --rpm $(BUILD)/dist --distro el10 --versions newest --results $(BUILD)/results-rpm-el10 --junit $(BUILD)/junit-rpm-el10.xml
 
@@ -348,7 +365,7 @@ distro-proofs: signed-dist
 # 19 trixie's), the suite checked with the image's gpgv and sqv, both
 # suites, `apt-get purge`.
 deb-proof: signed-dist
-	$(GO) run ./cmd/pglease-gen test --pg $(PG) --deb $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
+	$(GO) run ./cmd/pglease-gen test --pg $(DEB_PROOF_PG) --deb $(BUILD)/dist --versions $(PROOF_VERSIONS) --results $(BUILD)/results-deb --junit $(BUILD)/junit-deb.xml
 
 # arm64 under qemu's emulation. The bounded check takes one major whose
 # arm64 images need only the one arm64 root file system (16 comes from the

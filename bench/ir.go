@@ -46,25 +46,8 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		return "", err
 	}
-	const small, large = 600, 2600 // operations per run; the difference is what is counted
 	count := func(db, sync string, script func(int) string) (float64, error) {
-		var ir [2]int64
-		for i, n := range []int{small, large} {
-			out, err := s.srv.SingleUser(ctx, db, strings.NewReader(script(n)), []string{"synchronous_commit=" + sync},
-				valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
-			if err == nil && strings.Contains(string(out), "ERROR:") {
-				err = errors.New("a statement failed")
-			}
-			if err != nil {
-				return 0, fmt.Errorf("%s at synchronous_commit = %s: %w\n%s", db, sync, err, tail(string(out), 2000))
-			}
-			m := irRefs.FindStringSubmatch(string(out))
-			if m == nil {
-				return 0, fmt.Errorf("%s: no instruction count in valgrind's output\n%s", db, tail(string(out), 2000))
-			}
-			ir[i], _ = strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
-		}
-		return float64(ir[1]-ir[0]) / (large - small), nil
+		return singleUserIR(ctx, s, valgrind, db, sync, script)
 	}
 	rows := []struct {
 		name, this, sync string
@@ -103,6 +86,38 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.3f |\n", r.name, this, old, this/old)
 	}
 	return b.String(), nil
+}
+
+// singleUserIR is the instructions per operation of script in database
+// db of the shut-down server s, at synchronous_commit = sync: a
+// stand-alone backend under cachegrind runs the script at two lengths,
+// and the difference is what is counted (no start, no first plans).
+func singleUserIR(ctx context.Context, s *benchServer, valgrind, db, sync string, script func(int) string) (float64, error) {
+	const small, large = 600, 2600 // operations per run
+	var ir [2]int64
+	for i, n := range []int{small, large} {
+		out, err := s.srv.SingleUser(ctx, db, strings.NewReader(script(n)), []string{"synchronous_commit=" + sync},
+			valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+		if err == nil && strings.Contains(string(out), "ERROR:") {
+			err = errors.New("a statement failed")
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s at synchronous_commit = %s: %w\n%s", db, sync, err, tail(string(out), 2000))
+		}
+		if ir[i], err = valgrindRefs(out); err != nil {
+			return 0, fmt.Errorf("%s: %w", db, err)
+		}
+	}
+	return float64(ir[1]-ir[0]) / (large - small), nil
+}
+
+// valgrindRefs is the instruction count in cachegrind's output.
+func valgrindRefs(out []byte) (int64, error) {
+	m := irRefs.FindStringSubmatch(string(out))
+	if m == nil {
+		return 0, fmt.Errorf("no instruction count in valgrind's output\n%s", tail(string(out), 2000))
+	}
+	return strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
 }
 
 var irRefs = regexp.MustCompile(`I\s+refs:\s+([\d,]+)`)

@@ -53,7 +53,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), ir (instructions per operation under valgrind, with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), client-ir (the clients' own instructions per cycle under valgrind), ir (instructions per operation under valgrind, with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab or ir: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -63,8 +63,18 @@ func main() {
 	flag.IntVar(&o.names, "soak-names", 1000, "names the soak cycles over")
 	flag.IntVar(&o.clients, "soak-clients", 8, "clients the soak runs (8: more backends than this machine's CPUs)")
 	flag.IntVar(&o.every, "soak-every", 0, "cycles between the soak's samples of the table (default 500,000; 10,000 with -quick)")
+	loop := flag.String("client-loop", "", "internal to -only client-ir: run -client-n cycles of this client (client or bare) against -client-dsn, and exit")
+	loopN := flag.Int("client-n", 0, "internal to -only client-ir")
+	loopDSN := flag.String("client-dsn", "", "internal to -only client-ir")
 	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of this process (the clients' side, as with -only client) to this file")
 	flag.Parse()
+	if *loop != "" {
+		if err := clientLoop(*loop, *loopN, *loopDSN); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
@@ -147,9 +157,10 @@ func run(o options) error {
 	}
 	// one-off comparisons: each prints its table
 	if run, ok := map[string]func() (string, error){
-		"ir":     func() (string, error) { return irBench(ctx, o, work) },
-		"client": func() (string, error) { return clientBench(ctx, o, names, work) },
-		"ab":     func() (string, error) { return abBench(ctx, o, names, work) },
+		"ir":        func() (string, error) { return irBench(ctx, o, work) },
+		"client":    func() (string, error) { return clientBench(ctx, o, names, work) },
+		"client-ir": func() (string, error) { return clientIRBench(ctx, o, work) },
+		"ab":        func() (string, error) { return abBench(ctx, o, names, work) },
 	}[o.only]; ok {
 		md, err := run()
 		if err != nil {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/pglease/pglease-gen/internal/pgserver"
+)
+
+// clientIRBench counts the instructions this process executes per cycle
+// (acquire and release of a free name) through the Go client and as bare
+// SQL on a pgx connection: each a run of this program (-client-loop)
+// under valgrind's cachegrind, one goroutine, GOMAXPROCS=1, sessions at
+// synchronous_commit = off with set_floor('session'). Two lengths, and
+// the difference counted, as irBench does for the server. The timed
+// -only client cannot tell a few per cent on this machine; this count
+// does not move between runs by more than one per cent. The server's
+// side is the same cycle in a stand-alone backend (singleUserIR): the
+// overhead is the client's extra over the whole cycle's count.
+func clientIRBench(ctx context.Context, o options, work string) (string, error) {
+	valgrind, err := exec.LookPath("valgrind")
+	if err != nil {
+		return "", errors.New("-only client-ir needs valgrind: apt-get install valgrind")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return "", err
+	}
+	defer s.Stop()
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session"); err != nil {
+		return "", err
+	}
+	dsn := strings.Replace(s.DSN(), "dbname=postgres", "dbname=session", 1)
+	if err := pgserver.Exec(ctx, dsn, "CREATE EXTENSION pg_lease", "SELECT lease.set_floor('session')"); err != nil {
+		return "", err
+	}
+	const small, large = 100, 2100
+	count := func(mode string) (float64, error) {
+		var ir [2]int64
+		for i, n := range []int{small, large} {
+			cmd := exec.CommandContext(ctx, valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+				self, "-client-loop", mode, "-client-n", strconv.Itoa(n), "-client-dsn", dsn)
+			cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return 0, fmt.Errorf("%s, %d cycles: %w\n%s", mode, n, err, tail(string(out), 2000))
+			}
+			if ir[i], err = valgrindRefs(out); err != nil {
+				return 0, fmt.Errorf("%s: %w", mode, err)
+			}
+		}
+		return float64(ir[1]-ir[0]) / (large - small), nil
+	}
+	client, err := count("client")
+	if err != nil {
+		return "", err
+	}
+	bare, err := count("bare")
+	if err != nil {
+		return "", err
+	}
+	// the server's side of the same cycle, counted as -only ir counts it
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return "", err
+	}
+	server, err := singleUserIR(ctx, s, valgrind, "session", "off", irCycles)
+	if err != nil {
+		return "", err
+	}
+	say("instructions per cycle: the Go client %.0f, bare SQL %.0f, the server %.0f", client, bare, server)
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Instructions per cycle, the Go client against bare SQL, PostgreSQL %s, sync off, set_floor('session')\n\n", s.Version)
+	b.WriteString("| | instructions per cycle |\n|---|---:|\n")
+	fmt.Fprintf(&b, "| the Go client's process (lease.Client) | %.0f |\n| bare SQL's process (pgx) | %.0f |\n| the server (a stand-alone backend, as -only ir) | %.0f |\n", client, bare, server)
+	fmt.Fprintf(&b, "| **the client's overhead: (client − bare) / (bare + server)** | **%.1f %%** |\n", 100*(client-bare)/(bare+server))
+	return b.String(), nil
+}
+
+// clientLoop is one counted run of clientIRBench: n cycles of mode
+// (client or bare) on one connection, after warmCycles untimed.
+func clientLoop(mode string, n int, dsn string) error {
+	ctx := context.Background()
+	sys := goClientSystem(dsn, "off")
+	if mode == "bare" {
+		_, _, sys, _ = leaseSystems(dsn)
+	} else if mode != "client" {
+		return fmt.Errorf("-client-loop: %q is neither client nor bare", mode)
+	}
+	c, err := sys.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	names := make([]string, 50)
+	for i := range names {
+		names[i] = fmt.Sprintf("cir-%s-%02d", mode, i)
+	}
+	for i := range warmCycles + n {
+		if _, err := cycleOnce(ctx, c, names, 1, 0, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
