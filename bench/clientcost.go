@@ -12,6 +12,26 @@ import (
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
+// startWithSession starts the first of -majors with pg_lease in its
+// database postgres and, with the floor lowered (set_floor('session')),
+// in its database session, whose connection string it returns too.
+func startWithSession(ctx context.Context, o options, work string) (*benchServer, string, error) {
+	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	if err != nil {
+		return nil, "", err
+	}
+	dsn := strings.Replace(s.DSN(), "dbname=postgres", "dbname=session", 1)
+	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session"); err != nil {
+		s.Stop()
+		return nil, "", err
+	}
+	if err := pgserver.Exec(ctx, dsn, "CREATE EXTENSION pg_lease", "SELECT lease.set_floor('session')"); err != nil {
+		s.Stop()
+		return nil, "", err
+	}
+	return s, dsn, nil
+}
+
 // clientBench measures what the Go client (module lease) adds to a
 // cycle: acquire and release of a free name through lease.Client
 // (TryAcquire, which starts the lease's keep-alive, and Release) against
@@ -21,18 +41,11 @@ import (
 // floor lowered (set_floor('session')) it is all CPU, where the client's
 // own work shows most.
 func clientBench(ctx context.Context, o options, names []string, work string) (string, error) {
-	s, err := startServer(ctx, os.Getenv("PG_CONFIG"), o.majors[0], o.npm, work)
+	s, sessionDSN, err := startWithSession(ctx, o, work)
 	if err != nil {
 		return "", err
 	}
 	defer s.Stop()
-	if err := pgserver.Exec(ctx, s.DSN(), "CREATE DATABASE session"); err != nil {
-		return "", err
-	}
-	sessionDSN := strings.Replace(s.DSN(), "dbname=postgres", "dbname=session", 1)
-	if err := pgserver.Exec(ctx, sessionDSN, "CREATE EXTENSION pg_lease", "SELECT lease.set_floor('session')"); err != nil {
-		return "", err
-	}
 	bareOn, _, _, _ := leaseSystems(s.DSN())
 	_, _, bareOff, _ := leaseSystems(sessionDSN)
 	rows := []struct {
