@@ -34,13 +34,11 @@ func clientIRBench(ctx context.Context, o options, work string) (string, error) 
 		return "", err
 	}
 	defer s.Stop()
-	const small, large = 100, 2100
 	// one run's count per cycle; the median of three, since a Go
 	// process's count moves by up to a fifth between runs (the garbage
 	// collector's and the scheduler's share)
 	once := func(mode string) (float64, error) {
-		var ir [2]int64
-		for i, n := range []int{small, large} {
+		return perOp(100, 2100, func(n int) (int64, error) {
 			cmd := exec.CommandContext(ctx, valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
 				self, "-client-loop", mode, "-client-n", strconv.Itoa(n), "-client-dsn", dsn)
 			cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
@@ -48,11 +46,12 @@ func clientIRBench(ctx context.Context, o options, work string) (string, error) 
 			if err != nil {
 				return 0, fmt.Errorf("%s, %d cycles: %w\n%s", mode, n, err, tail(string(out), 2000))
 			}
-			if ir[i], err = valgrindRefs(out); err != nil {
+			refs, err := valgrindRefs(out)
+			if err != nil {
 				return 0, fmt.Errorf("%s: %w", mode, err)
 			}
-		}
-		return float64(ir[1]-ir[0]) / (large - small), nil
+			return refs, nil
+		})
 	}
 	count := func(mode string) (float64, error) {
 		var runs []float64
@@ -95,10 +94,13 @@ func clientIRBench(ctx context.Context, o options, work string) (string, error) 
 // (client or bare) on one connection, after warmCycles untimed.
 func clientLoop(mode string, n int, dsn string) error {
 	ctx := context.Background()
-	sys := goClientSystem(dsn, "off")
-	if mode == "bare" {
+	var sys System
+	switch mode {
+	case "client":
+		sys = goClientSystem(dsn, "off")
+	case "bare":
 		_, _, sys, _ = leaseSystems(dsn)
-	} else if mode != "client" {
+	default:
 		return fmt.Errorf("-client-loop: %q is neither client nor bare", mode)
 	}
 	c, err := sys.Connect(ctx)

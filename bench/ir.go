@@ -93,9 +93,7 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 // stand-alone backend under cachegrind runs the script at two lengths,
 // and the difference is what is counted (no start, no first plans).
 func singleUserIR(ctx context.Context, s *benchServer, valgrind, db, sync string, script func(int) string) (float64, error) {
-	const small, large = 600, 2600 // operations per run
-	var ir [2]int64
-	for i, n := range []int{small, large} {
+	return perOp(600, 2600, func(n int) (int64, error) {
 		out, err := s.srv.SingleUser(ctx, db, strings.NewReader(script(n)), []string{"synchronous_commit=" + sync},
 			valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
 		if err == nil && strings.Contains(string(out), "ERROR:") {
@@ -104,11 +102,28 @@ func singleUserIR(ctx context.Context, s *benchServer, valgrind, db, sync string
 		if err != nil {
 			return 0, fmt.Errorf("%s at synchronous_commit = %s: %w\n%s", db, sync, err, tail(string(out), 2000))
 		}
-		if ir[i], err = valgrindRefs(out); err != nil {
+		refs, err := valgrindRefs(out)
+		if err != nil {
 			return 0, fmt.Errorf("%s: %w", db, err)
 		}
+		return refs, nil
+	})
+}
+
+// perOp is the instructions per operation of two runs, of small and of
+// large operations (run(n) counts one run's): their difference over the
+// operations between, so that what every run does once (the start, the
+// first calls) cancels out.
+func perOp(small, large int, run func(n int) (int64, error)) (float64, error) {
+	a, err := run(small)
+	if err != nil {
+		return 0, err
 	}
-	return float64(ir[1]-ir[0]) / (large - small), nil
+	b, err := run(large)
+	if err != nil {
+		return 0, err
+	}
+	return float64(b-a) / float64(large-small), nil
 }
 
 // valgrindRefs is the instruction count in cachegrind's output.
