@@ -30,7 +30,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +71,10 @@ type Client struct {
 	mu     sync.Mutex
 	held   map[*Lease]struct{}
 	closed bool
+	// renewTimer starts the held leases' renewals (renewDue); it fires
+	// at renewWhen, zero while it rests
+	renewTimer *time.Timer
+	renewWhen  time.Time
 }
 
 // New makes a client for the database connString names (a libpq URL or
@@ -92,13 +95,13 @@ func New(connString string, cfg Config) (*Client, error) {
 	// a second: so the server stops the statement instead of finishing it
 	// unseen
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: time.Second}
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: cancelGrace}
 	}
 	var b [6]byte
 	crand.Read(b[:])
 	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}}
-	c.calls = newSlot(pc)
-	c.keep = newSlot(pc)
+	c.calls = newSlot(pc, cfg.CallTimeout)
+	c.keep = newSlot(pc, cfg.CallTimeout)
 	c.listen = newListener(pc, cfg, c.log)
 	return c, nil
 }
@@ -113,6 +116,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	if c.renewTimer != nil {
+		c.renewTimer.Stop()
+	}
 	held := make([]*Lease, 0, len(c.held))
 	for l := range c.held {
 		held = append(held, l)
@@ -142,7 +148,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	sent := time.Now()
 	var acquired bool
 	var epoch *int64
-	warned, err := c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+	warned, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL).Scan(&acquired, &epoch)
 	})
 	if err == nil && !warned {
@@ -266,7 +272,7 @@ func (c *Client) inspect(ctx context.Context, name string) (state, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		// a read commits nothing: the cancelled-wait warning cannot apply
-		_, err = c.calls.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err = c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, inspectSQL, name).Scan(&st.held, &owner, &epoch, &left)
 		})
 		if err == nil || ctx.Err() != nil {
@@ -300,64 +306,6 @@ func (c *Client) isClosed() bool {
 func known(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
-}
-
-// slot is one connection of the client, used by one call at a time and
-// reconnected after a failure.
-type slot struct {
-	cfg    *pgx.ConnConfig
-	mu     sync.Mutex
-	conn   *pgx.Conn
-	warned bool // the last call drew the cancelled-wait warning
-}
-
-func newSlot(pc *pgx.ConnConfig) *slot {
-	s := &slot{}
-	s.cfg = pc.Copy()
-	s.cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		// the commit happened locally, but its wait for the synchronous
-		// standbys was cancelled: not known to be durable there
-		if strings.HasPrefix(n.Message, "canceling wait for synchronous replication") {
-			s.warned = true
-		}
-	}
-	return s
-}
-
-// do runs f on the slot's connection, (re)connecting first, with the
-// call bounded by timeout; it reports whether the call drew the
-// cancelled-wait warning.
-func (s *slot) do(ctx context.Context, timeout time.Duration, f func(context.Context, *pgx.Conn) error) (warned bool, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if s.conn == nil || s.conn.IsClosed() {
-		conn, err := pgx.ConnectConfig(ctx, s.cfg)
-		if err != nil {
-			return false, &connectError{err}
-		}
-		s.conn = conn
-	}
-	s.warned = false
-	err = f(ctx, s.conn)
-	if err != nil && !isPgError(err) {
-		// the connection's state is unknown: start over with a new one
-		s.conn.Close(context.Background())
-		s.conn = nil
-	}
-	return s.warned, err
-}
-
-func (s *slot) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return nil
-	}
-	err := s.conn.Close(context.Background())
-	s.conn = nil
-	return err
 }
 
 func isPgError(err error) bool {

@@ -27,18 +27,21 @@ type Lease struct {
 	c      *Client
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// renewing is held while a renewal runs (in its timer's goroutine:
-	// a lease has no goroutine of its own between renewals)
+	// renewing is held while a renewal runs (in a goroutine of its own,
+	// started by the client's renewal timer: a lease has no goroutine of
+	// its own between renewals)
 	renewing sync.Mutex
+	// next is when the lease is renewed next; zero while a renewal runs.
+	// Guarded by the client's mu.
+	next time.Time
 
 	mu       sync.Mutex
 	err      error     // why it ended; nil while held
 	deadline time.Time // the local deadline (monotonic)
-	// timer fires at the deadline; set by the first renewal (the renewal
-	// timer fires before the deadline, by CallTimeout at least: Config),
-	// so that a lease released before then costs one timer, not two
+	// timer fires at the deadline; set when the first renewal is due
+	// (before the deadline, by CallTimeout at least: Config), so that a
+	// lease released before then costs no timer of its own
 	timer *time.Timer
-	renew *time.Timer // fires at the next renewal
 	// lastRenewErr is the last renewal's failure, for the deadline's error
 	lastRenewErr error
 }
@@ -50,13 +53,11 @@ func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	if broken == "replyclock" {
 		sent = time.Now()
 	}
-	l.mu.Lock()
 	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
-	l.renew = time.AfterFunc(c.cfg.RenewEvery, l.keepAlive)
-	l.mu.Unlock()
 	c.mu.Lock()
 	closed := c.closed
 	c.held[l] = struct{}{}
+	c.renewAtLocked(l, sent.Add(c.cfg.RenewEvery))
 	c.mu.Unlock()
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch)
@@ -100,7 +101,6 @@ func (l *Lease) end(err error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	l.renew.Stop()
 	l.mu.Unlock()
 	l.cancel(err)
 	var lost *LostError
@@ -134,32 +134,35 @@ func (l *Lease) lostErr() error {
 	return nil
 }
 
+// armDeadline sets the timer that ends the lease at its deadline, once.
+func (l *Lease) armDeadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer == nil && l.err == nil {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
+	}
+}
+
 // keepAlive renews the lease, RenewEvery after the last renewal; after
 // a failure it tries again sooner, until the deadline ends the lease.
 // Only the server's not_owner, epoch_mismatch and lapsed end it at once.
-// It runs in the renewal timer's goroutine.
+// The client's renewal timer starts it in a goroutine of its own.
 func (l *Lease) keepAlive() {
 	l.renewing.Lock()
 	defer l.renewing.Unlock()
-	l.mu.Lock()
-	if l.err != nil {
-		l.mu.Unlock()
+	if l.Err() != nil {
 		return
 	}
-	if l.timer == nil {
-		l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
-	}
-	l.mu.Unlock()
 	cfg := l.c.cfg
 	sent := time.Now()
 	var status string
-	warned, err := l.c.keep.do(l.ctx, cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+	warned, err := l.c.keep.do(l.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
 	})
 	switch {
 	case err == nil && status == "ok" && !warned:
 		l.renewed(sent)
-		l.renewIn(cfg.RenewEvery)
+		l.c.renewAt(l, time.Now().Add(cfg.RenewEvery))
 	case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
 		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
 	case broken == "giveup":
@@ -176,16 +179,65 @@ func (l *Lease) keepAlive() {
 		l.lastRenewErr = err
 		l.mu.Unlock()
 		l.c.log.Warn("pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
-		l.renewIn(max(cfg.RenewEvery/4, 50*time.Millisecond))
+		l.c.renewAt(l, time.Now().Add(max(cfg.RenewEvery/4, 50*time.Millisecond)))
 	}
 }
 
-// renewIn sets the next renewal, unless the lease has ended.
-func (l *Lease) renewIn(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		l.renew.Reset(d)
+// renewAt sets l's next renewal at t, unless l has ended.
+func (c *Client) renewAt(l *Lease, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[l]; ok {
+		c.renewAtLocked(l, t)
+	}
+}
+
+// renewAtLocked sets l's next renewal at t, and the client's renewal
+// timer to fire by then. One timer serves every lease of the client: a
+// lease taken and released between two of its firings costs no timer
+// of its own. c.mu is held.
+func (c *Client) renewAtLocked(l *Lease, t time.Time) {
+	l.next = t
+	if !c.renewWhen.IsZero() && !t.Before(c.renewWhen) {
+		return // it fires before t
+	}
+	c.renewWhen = t
+	if c.renewTimer == nil {
+		c.renewTimer = time.AfterFunc(time.Until(t), c.renewDue)
+	} else {
+		c.renewTimer.Reset(time.Until(t))
+	}
+}
+
+// renewDue is the renewal timer's: it starts the renewal of every held
+// lease that is due within RenewEvery/8 (a little early, so that the
+// renewals of leases taken close together go in one firing, and the
+// timer fires a few times per RenewEvery however many leases are held),
+// each in a goroutine of its own after setting its deadline's timer, and
+// sets the timer for the next renewal due.
+func (c *Client) renewDue() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.renewWhen = time.Time{}
+	if c.closed {
+		return
+	}
+	horizon := time.Now().Add(c.cfg.RenewEvery / 8)
+	var first time.Time
+	for l := range c.held {
+		switch {
+		case l.next.IsZero(): // its renewal runs
+		case !l.next.After(horizon):
+			l.next = time.Time{}
+			l.armDeadline()
+			go l.keepAlive()
+		case first.IsZero() || l.next.Before(first):
+			first = l.next
+		}
+	}
+	if !first.IsZero() && broken != "forget" {
+		c.renewWhen = first
+		c.renewTimer.Reset(time.Until(first))
 	}
 }
 
@@ -226,7 +278,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
-		_, err = l.c.calls.do(ctx, l.c.cfg.CallTimeout, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err = l.c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status)
 		})
 		if err == nil {

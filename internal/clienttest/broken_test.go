@@ -22,6 +22,10 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 		{"pglease_broken_nosettle", "TestCancelledWaitSettled", "the grant was not settled by inspect"},
 		// a deadline counted from the reply, not from the send
 		{"pglease_broken_replyclock", "TestDeadlineFromSend", "counted from the reply, not from the send"},
+		// a call's timeout counted from an earlier call's start
+		{"pglease_broken_firstcall", "TestCallTimeout", "failed under a 1 s timeout"},
+		// a renewal timer that forgets the leases not yet due
+		{"pglease_broken_forget", "TestManyLeasesKeptAlive", "its renewal is late"},
 	} {
 		t.Run(v.tag, func(t *testing.T) {
 			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")

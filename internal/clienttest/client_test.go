@@ -440,6 +440,123 @@ func TestCancelledWaitSettled(t *testing.T) {
 	}
 }
 
+// TestCallTimeout: a call that runs past CallTimeout is cancelled on the
+// server CallTimeout after its own start. The client keeps one timer per
+// connection, not one per call, so the test runs quick calls for 700 ms
+// first: a 600 ms call after them must complete under a 1 s timeout (a
+// timer that counted from the first quick call would cancel it), and a
+// 3 s call is cancelled at 1 s with a *lease.TimeoutError, its grant
+// rolled back. The same connection then serves the next call: the cancel
+// request did not reach it.
+func TestCallTimeout(t *testing.T) {
+	srv := server(t)
+	exec(t, srv, `CREATE FUNCTION public.pglease_slow_name() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.name = 'slow' THEN
+        PERFORM pg_sleep(0.6);
+    ELSIF NEW.name = 'stuck' THEN
+        PERFORM pg_sleep(3);
+    END IF;
+    RETURN NEW;
+END $$`, "CREATE TRIGGER pglease_slow_name AFTER INSERT ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_name()")
+	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: time.Second})
+	ctx := context.Background()
+	start := time.Now()
+	quick := 0
+	for ; time.Since(start) < 700*time.Millisecond; quick++ {
+		l, err := c.TryAcquire(ctx, "quick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := time.Now()
+	l, err := c.TryAcquire(ctx, "slow")
+	if err != nil {
+		t.Fatalf("a 600 ms call, %v after the first of %d quick calls, failed under a 1 s timeout: %v\n%s", sent.Sub(start).Round(time.Millisecond), quick, err, lg)
+	}
+	t.Logf("a 600 ms call %v after the first of %d quick calls took %v", sent.Sub(start).Round(time.Millisecond), quick, time.Since(sent).Round(time.Millisecond))
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sent = time.Now()
+	_, err = c.TryAcquire(ctx, "stuck")
+	took := time.Since(sent)
+	var te *lease.TimeoutError
+	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a 3 s call under a 1 s timeout returned %v after %v; want a *lease.TimeoutError", err, took)
+	}
+	if took < time.Second || took > 2500*time.Millisecond {
+		t.Errorf("the 3 s call returned after %v; want 1 s (and the cancel request's 100 ms)", took)
+	}
+	t.Logf("the 3 s call returned after %v: %v", took.Round(time.Millisecond), err)
+	if r := inspect(t, srv, "stuck"); r.held {
+		t.Errorf("the cancelled acquire's grant stands: held by %s", *r.owner)
+	}
+	l, err = c.TryAcquire(ctx, "quick")
+	if err != nil {
+		t.Fatalf("the call after the cancelled one: %v", err)
+	}
+	l.Release(ctx)
+}
+
+// TestManyLeasesKeptAlive: fifty leases taken 40 ms apart with a 2 s TTL
+// on one client, whose one renewal timer serves them all, are each
+// renewed on time: sampled every 20 ms for 4 s, no lease's local
+// deadline comes nearer than RenewEvery + RenewEvery/2 (a renewal half a
+// period late), and all are held on the server under their epochs at the
+// end.
+func TestManyLeasesKeptAlive(t *testing.T) {
+	srv := server(t)
+	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second})
+	ctx := context.Background()
+	var held []*lease.Lease
+	for i := range 50 {
+		l, err := c.TryAcquire(ctx, "many-"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+		time.Sleep(40 * time.Millisecond)
+	}
+	// defaults: Margin 200 ms, RenewEvery 667 ms; a renewal on time
+	// leaves at least 1800 - 667 ms
+	floor := 1800*time.Millisecond - 667*time.Millisecond*3/2
+	least, nearest := time.Hour, ""
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for _, l := range held {
+			if err := l.Err(); err != nil {
+				t.Fatalf("lease %s lost: %v\n%s", l.Name, err, lg)
+			}
+			if left := time.Until(l.Deadline()); left < least {
+				least, nearest = left, l.Name
+			}
+		}
+	}
+	if least < floor {
+		t.Fatalf("lease %s's deadline came %v near, under %v: its renewal was late\n%s", nearest, least.Round(time.Millisecond), floor.Round(time.Millisecond), lg)
+	}
+	t.Logf("the nearest deadline seen was %v away (%s)", least.Round(time.Millisecond), nearest)
+	owners := make([]string, len(held))
+	epochs := make([]int64, len(held))
+	for i, l := range held {
+		owners[i], epochs[i] = l.Owner, l.Epoch
+	}
+	var n int
+	queryRow(t, srv, `SELECT count(*) FROM unnest($1::text[], $2::bigint[]) AS h(owner, epoch)
+		JOIN lease.leases l USING (owner, epoch) WHERE l.expires_at > clock_timestamp()`, []any{owners, epochs}, &n)
+	if n != len(held) {
+		t.Errorf("%d of %d leases held on the server", n, len(held))
+	}
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestDeadlineFromSend: a lease's local deadline counts from when its

@@ -1,0 +1,194 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// cancelGrace is how long a cancelled call waits for the server's answer
+// before its connection is closed (its outcome is then unknown).
+const cancelGrace = time.Second
+
+// cancelSettle is how long a connection stays unused after a cancel
+// request: the server may act on a request after it has acknowledged it,
+// and it must not cancel the connection's next call instead.
+const cancelSettle = 100 * time.Millisecond
+
+// slot is one connection of the client, used by one call at a time and
+// reconnected after a failure. A call that runs longer than timeout is
+// cancelled on the server (a cancel request), and its connection closed
+// if the server does not answer within cancelGrace, so that the server
+// stops the statement instead of finishing it unseen.
+//
+// The timeout is kept by one timer per slot, not one per call. A call
+// notes when it started; the timer fires at the start of some call plus
+// the timeout, at the latest, and looks at the call that runs then: it
+// cancels it when it has run for the timeout, and otherwise waits until
+// that call's own start plus the timeout. So a client that is busy with
+// calls touches its timer once per timeout, not twice per call: arming a
+// timer can wake a sleeping thread of Go's runtime, which costs more than
+// the client's own work in a call (docs/client.md, the cost).
+type slot struct {
+	cfg     *pgx.ConnConfig
+	timeout time.Duration
+
+	mu     sync.Mutex // held for a whole call
+	conn   *pgx.Conn
+	warned bool // the last call drew the cancelled-wait warning
+
+	wmu     sync.Mutex     // the timeout's state, below
+	running *pgconn.PgConn // the running call's connection; nil between calls
+	started time.Time      // when the running call started
+	timer   *time.Timer    // calls expire; set while armed
+	armed   bool
+	// cancelled is set when the running call was cancelled for its
+	// timeout, and closed once the cancel request is done
+	cancelled chan struct{}
+}
+
+func newSlot(pc *pgx.ConnConfig, timeout time.Duration) *slot {
+	s := &slot{timeout: timeout}
+	s.cfg = pc.Copy()
+	s.cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		// the commit happened locally, but its wait for the synchronous
+		// standbys was cancelled: not known to be durable there
+		if strings.HasPrefix(n.Message, "canceling wait for synchronous replication") {
+			s.warned = true
+		}
+	}
+	return s
+}
+
+// do runs f on the slot's connection, (re)connecting first, with the
+// call bounded by the slot's timeout (and cancelled, as pgx does, when
+// ctx ends); it reports whether the call drew the cancelled-wait warning.
+// A call cancelled for its timeout returns a *TimeoutError.
+func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error) (warned bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil || s.conn.IsClosed() {
+		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		conn, err := pgx.ConnectConfig(cctx, s.cfg)
+		cancel()
+		if err != nil {
+			return false, &connectError{err}
+		}
+		s.conn = conn
+	}
+	s.warned = false
+	s.watch(s.conn.PgConn())
+	err = f(ctx, s.conn)
+	if s.unwatch() && err != nil {
+		err = &TimeoutError{After: s.timeout, Err: err}
+	}
+	if err != nil && !isPgError(err) {
+		// the connection's state is unknown: start over with a new one
+		s.conn.Close(context.Background())
+		s.conn = nil
+	}
+	return s.warned, err
+}
+
+// watch notes that a call starts on pc, and arms the timer unless it is
+// armed already (for an earlier call: it fires before this one's time,
+// and waits on).
+func (s *slot) watch(pc *pgconn.PgConn) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.running, s.started = pc, time.Now()
+	if s.armed {
+		return
+	}
+	s.armed = true
+	if s.timer == nil {
+		s.timer = time.AfterFunc(s.timeout, s.expire)
+	} else {
+		s.timer.Reset(s.timeout)
+	}
+}
+
+// expire is the timer's: it cancels the running call if it has run for
+// the timeout, and otherwise waits for that call's time. Between calls
+// the timer rests until the next call arms it.
+func (s *slot) expire() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.running == nil || s.cancelled != nil {
+		s.armed = false
+		return
+	}
+	if left := s.timeout - time.Since(s.started); left > 0 && broken != "firstcall" {
+		s.timer.Reset(left)
+		return
+	}
+	s.armed = false
+	pc, done := s.running, make(chan struct{})
+	s.cancelled = done
+	// the server has cancelGrace to answer; then the call's read fails
+	// and the connection is closed
+	deadline := time.Now().Add(cancelGrace)
+	pc.Conn().SetDeadline(deadline)
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		pc.CancelRequest(ctx)
+		cancel()
+		time.Sleep(cancelSettle)
+	}()
+}
+
+// unwatch notes that the call has returned; if it was cancelled for its
+// timeout, it waits until the cancel request is done and lifts the
+// connection's deadline, and reports so.
+func (s *slot) unwatch() (cancelled bool) {
+	s.wmu.Lock()
+	pc, done := s.running, s.cancelled
+	s.running, s.cancelled = nil, nil
+	s.wmu.Unlock()
+	if done == nil {
+		return false
+	}
+	<-done
+	pc.Conn().SetDeadline(time.Time{})
+	return true
+}
+
+func (s *slot) close() error {
+	s.wmu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+		s.armed = false
+	}
+	s.wmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close(context.Background())
+	s.conn = nil
+	return err
+}
+
+// TimeoutError is a call to the server that did not return within
+// Config.CallTimeout and was cancelled. Err is what the call returned
+// then: the server's error when it stopped the statement (it did
+// nothing), or the connection's when it did not answer in time (the
+// outcome is unknown, and the client settles it before it reports
+// anything). It matches context.DeadlineExceeded.
+type TimeoutError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v (Config.CallTimeout), cancelled: %v", e.After, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() []error { return []error{e.Err, context.DeadlineExceeded} }
