@@ -46,14 +46,12 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 		return "", err
 	}
 	defer s.Stop()
-	bareOn, _, _, _ := leaseSystems(s.DSN())
-	_, _, bareOff, _ := leaseSystems(sessionDSN)
 	rows := []struct {
 		name         string
 		client, bare System
 	}{
-		{"cycle, sync on", goClientSystem(s.DSN(), "on"), bareOn},
-		{"cycle, sync off, set_floor('session')", goClientSystem(sessionDSN, "off"), bareOff},
+		{"cycle, sync on", goClientSystem(s.DSN(), "on"), bareSystem(s.DSN(), "on")},
+		{"cycle, sync off, set_floor('session')", goClientSystem(sessionDSN, "off"), bareSystem(sessionDSN, "off")},
 	}
 	ratios := map[string][]float64{}
 	// this process's CPU time per cycle (the clients', whichever system

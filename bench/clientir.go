@@ -99,7 +99,7 @@ func clientLoop(mode string, n int, dsn string) error {
 	case "client":
 		sys = goClientSystem(dsn, "off")
 	case "bare":
-		_, _, sys, _ = leaseSystems(dsn)
+		sys = bareSystem(dsn, "off")
 	default:
 		return fmt.Errorf("-client-loop: %q is neither client nor bare", mode)
 	}

@@ -23,6 +23,34 @@ func goClientSystem(dsn, sync string) System {
 	}}
 }
 
+// bareSystem is the Go client's baseline: on one pgx connection at
+// synchronous_commit = sync, the statements the client sends for an
+// acquire and a release, with the same arguments, so that -only client
+// and client-ir compare the client's own work and nothing else.
+func bareSystem(dsn, sync string) System {
+	return System{Name: "pg_lease, bare SQL", Durable: "sync " + sync, Connect: func(ctx context.Context) (Client, error) {
+		conn, pid, err := pgConnect(ctx, dsn, sync)
+		if err != nil {
+			return nil, err
+		}
+		return &bareLease{pgLease{conn, pid}}, nil
+	}}
+}
+
+// bareLease acquires as the Go client does (its release is already the
+// client's statement).
+type bareLease struct{ pgLease }
+
+func (b *bareLease) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
+	var acquired bool
+	var epoch *int64
+	err := b.conn.QueryRow(ctx, "SELECT acquired, epoch FROM lease.acquire($1, $2, $3::interval)", name, owner, ttl).Scan(&acquired, &epoch)
+	if err != nil || !acquired || epoch == nil {
+		return 0, false, err
+	}
+	return *epoch, true, nil
+}
+
 // goClient is pg_lease through the Go client: a waiting acquire waits on
 // the client side (the client watches the name), woken by the
 // notification that release sends.
