@@ -25,7 +25,7 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 		// a call's timeout counted from an earlier call's start
 		{"pglease_broken_firstcall", "TestCallTimeout", "failed under a 1 s timeout"},
 		// a renewal timer that forgets the leases not yet due
-		{"pglease_broken_forget", "TestManyLeasesKeptAlive", "its renewal is late"},
+		{"pglease_broken_forget", "TestManyLeasesKeptAlive", "its renewal was late"},
 	} {
 		t.Run(v.tag, func(t *testing.T) {
 			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")
