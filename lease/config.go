@@ -23,9 +23,11 @@ type Config struct {
 	// holder even if this machine's clock runs a little slow. Default
 	// TTL/10, at least 100 ms.
 	Margin time.Duration
-	// CallTimeout bounds each call to the server; default RenewEvery/2,
-	// at most 5 s. A call that times out has an unknown outcome, which the
-	// client settles before it reports anything.
+	// CallTimeout bounds each call to the server, a reconnect before it
+	// included; default RenewEvery/2, at most 5 s. A call that times out
+	// is cancelled on the server and returns a *TimeoutError; when its
+	// outcome is unknown, the client settles it before it reports
+	// anything.
 	CallTimeout time.Duration
 	// PollMin and PollMax bound the fallback polling of a waiting Acquire
 	// (between notifications, which wake it at once): it starts at PollMin

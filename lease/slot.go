@@ -72,8 +72,10 @@ func newSlot(pc *pgx.ConnConfig, timeout time.Duration) *slot {
 func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error) (warned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// a (re)connect and the call share the one timeout
+	start := time.Now()
 	if s.conn == nil || s.conn.IsClosed() {
-		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		cctx, cancel := context.WithDeadline(ctx, start.Add(s.timeout))
 		conn, err := pgx.ConnectConfig(cctx, s.cfg)
 		cancel()
 		if err != nil {
@@ -82,7 +84,7 @@ func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error)
 		s.conn = conn
 	}
 	s.warned = false
-	s.watch(s.conn.PgConn())
+	s.watch(s.conn.PgConn(), start)
 	err = f(ctx, s.conn)
 	if s.unwatch() && err != nil {
 		err = &TimeoutError{After: s.timeout, Err: err}
@@ -95,21 +97,21 @@ func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error)
 	return s.warned, err
 }
 
-// watch notes that a call starts on pc, and arms the timer unless it is
-// armed already (for an earlier call: it fires before this one's time,
-// and waits on).
-func (s *slot) watch(pc *pgconn.PgConn) {
+// watch notes that a call that started at start runs on pc, and arms
+// the timer unless it is armed already (for an earlier call: it fires
+// before this one's time, and waits on).
+func (s *slot) watch(pc *pgconn.PgConn, start time.Time) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.running, s.started = pc, time.Now()
+	s.running, s.started = pc, start
 	if s.armed {
 		return
 	}
 	s.armed = true
 	if s.timer == nil {
-		s.timer = time.AfterFunc(s.timeout, s.expire)
+		s.timer = time.AfterFunc(time.Until(start.Add(s.timeout)), s.expire)
 	} else {
-		s.timer.Reset(s.timeout)
+		s.timer.Reset(time.Until(start.Add(s.timeout)))
 	}
 }
 
@@ -159,15 +161,17 @@ func (s *slot) unwatch() (cancelled bool) {
 	return true
 }
 
+// close waits for a running call (which its timer still bounds), then
+// stops the timer and closes the connection.
 func (s *slot) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.wmu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
 		s.armed = false
 	}
 	s.wmu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.conn == nil {
 		return nil
 	}

@@ -447,7 +447,8 @@ func TestCancelledWaitSettled(t *testing.T) {
 // timer that counted from the first quick call would cancel it), and a
 // 3 s call is cancelled at 1 s with a *lease.TimeoutError, its grant
 // rolled back. The same connection then serves the next call: the cancel
-// request did not reach it.
+// request did not reach it. A Close while a 3 s call runs returns once
+// that call is cancelled.
 func TestCallTimeout(t *testing.T) {
 	srv := server(t)
 	exec(t, srv, `CREATE FUNCTION public.pglease_slow_name() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -500,6 +501,24 @@ END $$`, "CREATE TRIGGER pglease_slow_name AFTER INSERT ON lease.leases FOR EACH
 		t.Fatalf("the call after the cancelled one: %v", err)
 	}
 	l.Release(ctx)
+	// Close while a call runs: the call keeps its timeout, and Close
+	// returns once the call is cancelled, not when its statement ends
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.TryAcquire(ctx, "stuck")
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	sent = time.Now()
+	c.Close()
+	if took := time.Since(sent); took > 2500*time.Millisecond {
+		t.Errorf("Close during a call took %v: the call lost its timeout", took)
+	} else {
+		t.Logf("Close during a call took %v", took.Round(time.Millisecond))
+	}
+	if err := <-errc; !errors.As(err, &te) {
+		t.Errorf("the call that Close waited for returned %v; want a *lease.TimeoutError", err)
+	}
 }
 
 // TestManyLeasesKeptAlive: fifty leases taken 40 ms apart with a 2 s TTL
