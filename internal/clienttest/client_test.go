@@ -184,6 +184,48 @@ func TestKeepAliveAndRelease(t *testing.T) {
 	l2.Release(ctx)
 }
 
+// TestKeepAliveAcrossRestart: a lease with a 6 s TTL (renewed every 2 s)
+// is held across a restart of its server that keeps the server down over
+// a renewal: the renewal fails, the keep-alive tries again, and after the
+// restart the lease is still held under its epoch on the server, its
+// deadline moved past the one it had before.
+func TestKeepAliveAcrossRestart(t *testing.T) {
+	srv := server(t)
+	c, lg := client(t, srv, lease.Config{TTL: 6 * time.Second})
+	ctx := context.Background()
+	l, err := c.TryAcquire(ctx, "restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Deadline()
+	time.Sleep(1500 * time.Millisecond)
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // down over the renewal due at 2 s
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(3 * time.Second); !l.Deadline().After(before) && l.Err() == nil && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("the lease was lost across the restart: %v\n%s", err, lg)
+	}
+	if !l.Deadline().After(before) {
+		t.Fatalf("no renewal succeeded within 3 s of the restart\n%s", lg)
+	}
+	if !strings.Contains(lg.String(), "renewal failed; retrying") {
+		t.Errorf("no renewal failed while the server was down: the restart did not cover one\n%s", lg)
+	}
+	if r := inspect(t, srv, "restart"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
+		t.Errorf("inspect after the restart: held %v by %v at %v; the lease is %s at %d", r.held, r.owner, r.epoch, l.Owner, l.Epoch)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestHandOff: a waiter whose polling is 10 s apart gets the name
 // within milliseconds of its release, by a client of this package or by
 // plain SQL (the extension notifies the waiter, which watches the name);
