@@ -90,10 +90,10 @@ func New(connString string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
-	// a call that times out is cancelled on the server (a cancel request),
-	// and the connection closed only if the server does not answer within
-	// a second: so the server stops the statement instead of finishing it
-	// unseen
+	// a call whose ctx ends is cancelled on the server as one that runs
+	// past CallTimeout is (slot.go): a cancel request, and the connection
+	// closed only if the server does not answer within cancelGrace, so
+	// that the server stops the statement instead of finishing it unseen
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: cancelGrace}
 	}

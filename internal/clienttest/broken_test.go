@@ -13,7 +13,7 @@ import (
 // tag of the lease module; no real build has it) and runs the test that
 // must catch it: the run must fail, saying so.
 func TestBrokenClientsAreCaught(t *testing.T) {
-	testenv.Tools(t, "go", "patroni", "etcd")
+	testenv.Tools(t, "go")
 	for _, v := range []struct{ tag, test, want string }{
 		// a keep-alive that gives up at the first failed renewal loses a
 		// lease whose TTL outlasts the server's restart (and a failover:
