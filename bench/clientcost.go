@@ -36,29 +36,60 @@ func startWithSession(ctx context.Context, o options, work string) (*benchServer
 // cycle: acquire and release of a free name through lease.Client
 // (TryAcquire, which starts the lease's keep-alive, and Release) against
 // the same two calls sent as bare SQL on a pgx connection, 8 clients on
-// one server, in alternating pairs of short phases. At synchronous_commit
-// = on a cycle waits for two WAL flushes; with sessions at off and the
-// floor lowered (set_floor('session')) it is all CPU, where the client's
-// own work shows most.
+// one server. At synchronous_commit = on a cycle waits for two WAL
+// flushes; with sessions at off and the floor lowered
+// (set_floor('session')) it is all CPU, where the client's own work
+// shows most.
+//
+// Two ways, each round: in pairs of phases, one system's 8 clients and
+// then the other's (the order alternating by round), with bare SQL against
+// itself the same way: the spread a ratio has here when nothing differs;
+// and side by side, 4 clients of each at once (the halves alternating by
+// round), so that both meet the machine's drift at the same moments.
+// Side by side shares this process's CPU between the two, so it shows a
+// difference on the server's side only; in pairs, the clients' own
+// process is measured too.
 func clientBench(ctx context.Context, o options, names []string, work string) (string, error) {
 	s, sessionDSN, err := startWithSession(ctx, o, work)
 	if err != nil {
 		return "", err
 	}
 	defer s.Stop()
+	const off = "sync off, set_floor('session')"
 	rows := []struct {
 		name         string
 		client, bare System
+		side         bool // side by side, else in pairs of phases
 	}{
-		{"cycle, sync on", goClientSystem(s.DSN(), "on"), bareSystem(s.DSN(), "on")},
-		{"cycle, sync off, set_floor('session')", goClientSystem(sessionDSN, "off"), bareSystem(sessionDSN, "off")},
+		{"cycle, sync on, in pairs", goClientSystem(s.DSN(), "on"), bareSystem(s.DSN(), "on"), false},
+		{"cycle, " + off + ", in pairs", goClientSystem(sessionDSN, "off"), bareSystem(sessionDSN, "off"), false},
+		{"A/A: bare SQL against bare SQL, " + off + ", in pairs", bareSystem(sessionDSN, "off"), bareSystem(sessionDSN, "off"), false},
+		{"cycle, sync on, side by side", goClientSystem(s.DSN(), "on"), bareSystem(s.DSN(), "on"), true},
+		{"cycle, " + off + ", side by side", goClientSystem(sessionDSN, "off"), bareSystem(sessionDSN, "off"), true},
 	}
 	ratios := map[string][]float64{}
 	// this process's CPU time per cycle (the clients', whichever system
-	// runs: one at a time), and the server's
+	// runs: one at a time; in pairs only), and the server's
 	own := map[string][2][]time.Duration{}
 	for round := range o.rounds {
 		for _, r := range rows {
+			if r.side {
+				systems := []System{r.client, r.bare}
+				if round%2 == 1 {
+					systems[0], systems[1] = systems[1], systems[0]
+				}
+				rs, err := cyclesSideBySide(ctx, systems, names, 8, o.phase)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", r.name, err)
+				}
+				if round%2 == 1 {
+					rs[0], rs[1] = rs[1], rs[0]
+				}
+				ratios[r.name] = append(ratios[r.name], rs[0].PerSec()/rs[1].PerSec())
+				say("round %d %s: %.0f/s and %.0f/s; the server's CPU per cycle %s and %s",
+					round+1, r.name, rs[0].PerSec(), rs[1].PerSec(), us(rs[0].ServerPerOp()), us(rs[1].ServerPerOp()))
+				continue
+			}
 			client, bare, err := pair(round, r.client, r.bare, func(sys System) (Result, error) {
 				before := selfCPU()
 				res, err := cycles(ctx, sys, names, 8, o.phase)
@@ -78,17 +109,31 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## The Go client against bare SQL on PostgreSQL %s, 8 clients, %d rounds of %s pairs\n\n", s.Version, o.rounds, o.phase)
-	b.WriteString("| workload | cycles/s, client / bare SQL (median) | each round | the clients' CPU per cycle, client and bare SQL (medians) |\n|---|---:|---|---:|\n")
+	fmt.Fprintf(&b, "## The Go client against bare SQL on PostgreSQL %s, 8 clients, %d rounds of %s phases\n\n", s.Version, o.rounds, o.phase)
+	b.WriteString("| workload | cycles/s, client / bare SQL (median) | middle half of the rounds | each round | the clients' CPU per cycle, client and bare SQL (medians) |\n|---|---:|---:|---|---:|\n")
 	for _, r := range rows {
 		var each []string
 		for _, x := range ratios[r.name] {
 			each = append(each, fmt.Sprintf("%.3f", x))
 		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %s, %s |\n", r.name, median(ratios[r.name]), strings.Join(each, ", "),
-			us(medianDuration(own[r.name][0])), us(medianDuration(own[r.name][1])))
+		cpu := "(one process for both)"
+		if !r.side {
+			cpu = us(medianDuration(own[r.name][0])) + ", " + us(medianDuration(own[r.name][1]))
+		}
+		lo, hi := quartiles(ratios[r.name])
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f–%.3f | %s | %s |\n", r.name, median(ratios[r.name]), lo, hi, strings.Join(each, ", "), cpu)
 	}
 	return b.String(), nil
+}
+
+// quartiles are the first and third quartiles of xs (nearest rank).
+func quartiles(xs []float64) (float64, float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	return s[len(s)/4], s[(3*len(s))/4]
 }
 
 // selfCPU is this process's CPU time so far.

@@ -91,8 +91,10 @@ func clientIRBench(ctx context.Context, o options, work string) (string, error) 
 }
 
 // clientLoop is one counted run of clientIRBench: n cycles of mode
-// (client or bare) on one connection, after warmCycles untimed.
-func clientLoop(mode string, n int, dsn string) error {
+// (client or bare) on one connection, after warmCycles untimed; with
+// workers > 1, each of that many connections runs n cycles at once (for
+// perf stat: what the whole machine spends on the cycles of 8 clients).
+func clientLoop(mode string, n, workers int, dsn string) error {
 	ctx := context.Background()
 	var sys System
 	switch mode {
@@ -103,19 +105,34 @@ func clientLoop(mode string, n int, dsn string) error {
 	default:
 		return fmt.Errorf("-client-loop: %q is neither client nor bare", mode)
 	}
-	c, err := sys.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	names := make([]string, 50)
+	workers = max(workers, 1)
+	names := make([]string, 50*workers)
 	for i := range names {
-		names[i] = fmt.Sprintf("cir-%s-%02d", mode, i)
+		names[i] = fmt.Sprintf("cir-%s-%03d", mode, i)
 	}
-	for i := range warmCycles + n {
-		if _, err := cycleOnce(ctx, c, names, 1, 0, i); err != nil {
-			return err
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			c, err := sys.Connect(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			for i := range warmCycles + n {
+				if _, err := cycleOnce(ctx, c, names, workers, w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }

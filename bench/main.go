@@ -66,10 +66,11 @@ func main() {
 	loop := flag.String("client-loop", "", "internal to -only client-ir: run -client-n cycles of this client (client or bare) against -client-dsn, and exit")
 	loopN := flag.Int("client-n", 0, "internal to -only client-ir")
 	loopDSN := flag.String("client-dsn", "", "internal to -only client-ir")
+	loopWorkers := flag.Int("client-workers", 1, "with -client-loop: this many connections, each running -client-n cycles at once")
 	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of this process (the clients' side, as with -only client) to this file")
 	flag.Parse()
 	if *loop != "" {
-		if err := clientLoop(*loop, *loopN, *loopDSN); err != nil {
+		if err := clientLoop(*loop, *loopN, *loopWorkers, *loopDSN); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,34 +68,56 @@ func (r Result) String() string {
 
 // parallel runs op on clients connections for d and collects latencies.
 func parallel(ctx context.Context, s System, clients int, d time.Duration, setup func(c Client, i int) error, op func(c Client, i, n int) (done bool, err error)) (Result, error) {
+	rs, err := parallelMixed(ctx, []System{s}, clients, d, setup, op)
+	return rs[0], err
+}
+
+// parallelMixed is parallel with the clients shared among systems, client
+// i on systems[i%len(systems)], all at once: each system's result counts
+// its own clients. Run side by side, systems meet the same machine at the
+// same moments, which pairs of phases run one after the other do not.
+func parallelMixed(ctx context.Context, systems []System, clients int, d time.Duration, setup func(c Client, i int) error, op func(c Client, i, n int) (done bool, err error)) ([]Result, error) {
+	rs := make([]Result, len(systems))
+	for k, s := range systems {
+		rs[k] = Result{System: s.Name, Durable: s.Durable}
+	}
 	cs := make([]Client, clients)
 	for i := range cs {
-		c, err := s.Connect(ctx)
+		c, err := systems[i%len(systems)].Connect(ctx)
 		if err != nil {
-			return Result{}, err
+			return rs, err
 		}
 		defer c.Close()
 		if setup != nil {
 			if err := setup(c, i); err != nil {
-				return Result{}, err
+				return rs, err
 			}
 		}
 		cs[i] = c
+		rs[i%len(systems)].Clients++
+	}
+	// each system's clients, for their server processes' CPU
+	own := func(k int) []Client {
+		var mine []Client
+		for i := k; i < clients; i += len(systems) {
+			mine = append(mine, cs[i])
+		}
+		return mine
+	}
+	cpu0 := make([]time.Duration, len(systems))
+	for k := range systems {
+		cpu0[k] = serverCPU(own(k))
 	}
 	var (
 		mu    sync.Mutex
-		lat   []time.Duration
-		ops   int
-		tries int
 		first error
 		wg    sync.WaitGroup
 	)
-	cpu0 := serverCPU(cs)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i, c := range cs {
 		wg.Add(1)
-		go func() {
+		go pprof.Do(ctx, pprof.Labels("system", systems[i%len(systems)].Name), func(context.Context) {
 			defer wg.Done()
 			var my []time.Duration
 			n, done := 0, 0
@@ -113,13 +136,18 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 				}
 			}
 			mu.Lock()
-			lat, ops, tries = append(lat, my...), ops+done, tries+n
+			r := &rs[i%len(systems)]
+			r.Lat, r.Ops, r.Tries = append(r.Lat, my...), r.Ops+done, r.Tries+n
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
-	return Result{System: s.Name, Durable: s.Durable, Clients: clients, Ops: ops, Tries: tries, Elapsed: time.Since(start), Lat: lat,
-		Server: serverCPU(cs) - cpu0}, first
+	elapsed := time.Since(start)
+	for k := range rs {
+		rs[k].Elapsed = elapsed
+		rs[k].Server = serverCPU(own(k)) - cpu0[k]
+	}
+	return rs, first
 }
 
 // cycles: acquire then release, each client on its own share of the names.
@@ -128,10 +156,19 @@ func parallel(ctx context.Context, s System, clients int, d time.Duration, setup
 // plans of each are custom ones) before it reaches the steady state that
 // a pooled application sees; firstCycles measures that start instead.
 func cycles(ctx context.Context, s System, names []string, clients int, d time.Duration) (Result, error) {
+	rs, err := cyclesSideBySide(ctx, []System{s}, names, clients, d)
+	return rs[0], err
+}
+
+// cyclesSideBySide is cycles with the clients shared among systems, all
+// running at once (parallelMixed).
+func cyclesSideBySide(ctx context.Context, systems []System, names []string, clients int, d time.Duration) ([]Result, error) {
 	cycle := func(c Client, i, n int) (bool, error) { return cycleOnce(ctx, c, names, clients, i, n) }
-	r, err := parallel(ctx, s, clients, d, func(c Client, i int) error { return warm(c, i, cycle) }, cycle)
-	r.Workload = "cycle"
-	return r, err
+	rs, err := parallelMixed(ctx, systems, clients, d, func(c Client, i int) error { return warm(c, i, cycle) }, cycle)
+	for k := range rs {
+		rs[k].Workload = "cycle"
+	}
+	return rs, err
 }
 
 // warm runs client i's operation op warmCycles times, untimed.
