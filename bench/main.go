@@ -67,7 +67,7 @@ func main() {
 	loopN := flag.Int("client-n", 0, "internal to -only client-ir")
 	loopDSN := flag.String("client-dsn", "", "internal to -only client-ir")
 	loopWorkers := flag.Int("client-workers", 1, "with -client-loop: this many connections, each running -client-n cycles at once")
-	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of this process (the clients' side, as with -only client) to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of this process (the clients' side, as with -only client) to this file; the workers' samples carry the label system (go tool pprof -tagfocus system=...)")
 	flag.Parse()
 	if *loop != "" {
 		if err := clientLoop(*loop, *loopN, *loopWorkers, *loopDSN); err != nil {
