@@ -102,6 +102,9 @@ func New(connString string, cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}}
 	c.calls = newSlot(pc, cfg.CallTimeout)
 	c.keep = newSlot(pc, cfg.CallTimeout)
+	if broken == "oneconn" {
+		c.keep = c.calls
+	}
 	c.listen = newListener(pc, cfg, c.log)
 	return c, nil
 }
@@ -168,9 +171,15 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	if err != nil {
 		why = err.Error()
 	}
-	st, serr := c.inspect(context.WithoutCancel(ctx), name)
+	// a statement lost with its connection may still commit: first wait
+	// until its session is done with it
+	serr := c.calls.settle(context.WithoutCancel(ctx))
+	var st state
+	if serr == nil {
+		st, serr = c.inspect(context.WithoutCancel(ctx), name)
+	}
 	if serr != nil {
-		return nil, fmt.Errorf("lease %q: acquire's outcome is unknown (%s) and lease.inspect failed (%w): not held; a grant it made lapses after the TTL", name, why, serr)
+		return nil, fmt.Errorf("lease %q: acquire's outcome is unknown (%s) and could not be settled (%w): not held; a grant it made lapses after the TTL", name, why, serr)
 	}
 	if st.held && st.owner == owner {
 		c.log.Info("pg_lease: an acquire with an unknown outcome was granted", "name", name, "epoch", st.epoch, "cause", why)

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,6 +42,10 @@ type slot struct {
 	mu     sync.Mutex // held for a whole call
 	conn   *pgx.Conn
 	warned bool // the last call drew the cancelled-wait warning
+	// session is the server session of conn; orphan, the session of a
+	// connection dropped during a call, whose statement may still run on
+	// the server: its outcome is settled only once that session is done
+	session, orphan session
 
 	wmu     sync.Mutex     // the timeout's state, below
 	running *pgconn.PgConn // the running call's connection; nil between calls
@@ -77,6 +82,14 @@ func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error)
 	if s.conn == nil || s.conn.IsClosed() {
 		cctx, cancel := context.WithDeadline(ctx, start.Add(s.timeout))
 		conn, err := pgx.ConnectConfig(cctx, s.cfg)
+		if err == nil {
+			// which session this is, so that a call lost with it can be
+			// settled after the session is done (settle)
+			err = conn.QueryRow(cctx, sessionSQL).Scan(&s.session.pid, &s.session.start)
+			if err != nil {
+				conn.Close(context.Background())
+			}
+		}
 		cancel()
 		if err != nil {
 			return false, &connectError{err}
@@ -93,8 +106,55 @@ func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error)
 		// the connection's state is unknown: start over with a new one
 		s.conn.Close(context.Background())
 		s.conn = nil
+		s.orphan = s.session
 	}
 	return s.warned, err
+}
+
+// session names a server session: its process and when it started (a
+// process id alone may have been reused, or be another server's).
+type session struct {
+	pid   int32
+	start time.Time
+}
+
+const (
+	sessionSQL = "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+	// the orphan's state: no row once it has ended; idle once its
+	// statement is over (a pooler's server connection lives on)
+	orphanSQL = "SELECT state FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2"
+)
+
+// settle waits until the session of the connection that the last call
+// lost (if any) is done with that call: ended, or idle. Until then the
+// call's statement may still commit on the server, after a look at the
+// name would have shown it not done. The session is not terminated: it
+// may be a pooler's, serving others. An error means it still ran when
+// the slot's timeout was near, and the outcome stays unknown.
+func (s *slot) settle(ctx context.Context) error {
+	_, err := s.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		o := s.orphan // s.mu is held (do)
+		if o.pid == 0 || broken == "earlyinspect" {
+			return nil
+		}
+		until := time.Now().Add(s.timeout * 3 / 4)
+		for {
+			var state *string
+			err := conn.QueryRow(ctx, orphanSQL, o.pid, o.start).Scan(&state)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && state != nil && *state == "idle") {
+				s.orphan = session{}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if time.Now().After(until) {
+				return fmt.Errorf("the session that sent it (pid %d) still runs", o.pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	return err
 }
 
 // watch notes that a call that started at start runs on pc, and arms

@@ -1,4 +1,4 @@
-//go:build !pglease_broken_giveup && !pglease_broken_nosettle && !pglease_broken_replyclock && !pglease_broken_firstcall && !pglease_broken_forget
+//go:build !pglease_broken_giveup && !pglease_broken_nosettle && !pglease_broken_replyclock && !pglease_broken_firstcall && !pglease_broken_forget && !pglease_broken_earlyinspect && !pglease_broken_nodeadline && !pglease_broken_oneconn
 
 package lease
 

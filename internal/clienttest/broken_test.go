@@ -27,6 +27,14 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 		{"pglease_broken_firstcall", "TestCallTimeout", "failed under a 1 s timeout"},
 		// a renewal timer that forgets the leases not yet due
 		{"pglease_broken_forget", "TestManyLeasesKeptAlive", "its renewal was late"},
+		// an acquire lost with its connection looked at before the session
+		// that sent it is done: its grant commits after the look
+		{"pglease_broken_earlyinspect", "TestCutDuringCall", "but its grant stands"},
+		// no deadline: a partitioned holder's function runs on after the
+		// server has given the name to another
+		{"pglease_broken_nodeadline", "TestRunsDoNotOverlap", "the two functions overlap"},
+		// renewals on the calls' connection, behind a long call
+		{"pglease_broken_oneconn", "TestKeepAliveWhileCallsBusy", "lost while the client's calls connection was busy"},
 	} {
 		t.Run(v.tag, func(t *testing.T) {
 			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")
