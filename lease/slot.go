@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,17 +119,20 @@ type session struct {
 
 const (
 	sessionSQL = "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-	// the orphan's state: no row once it has ended; idle once its
-	// statement is over (a pooler's server connection lives on)
-	orphanSQL = "SELECT state FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2"
+	// the orphan, until it has ended (its transaction over, committed or
+	// rolled back: the backend leaves pg_stat_activity after that)
+	orphanSQL = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2"
 )
 
 // settle waits until the session of the connection that the last call
-// lost (if any) is done with that call: ended, or idle. Until then the
-// call's statement may still commit on the server, after a look at the
-// name would have shown it not done. The session is not terminated: it
-// may be a pooler's, serving others. An error means it still ran when
-// the slot's timeout was near, and the outcome stays unknown.
+// lost (if any) has ended. Until then the call's statement may still
+// commit on the server, after a look at the name would have shown it not
+// done; and an idle session is not enough, since the request may still
+// be on its way to it (the end of the connection comes after it). The
+// session is not terminated: it may be a pooler's, serving others. An
+// error means it still ran when the slot's timeout was near (a pooler
+// that keeps its server connection keeps it running), and the outcome
+// stays unknown.
 func (s *slot) settle(ctx context.Context) error {
 	_, err := s.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		o := s.orphan // s.mu is held (do)
@@ -139,14 +141,13 @@ func (s *slot) settle(ctx context.Context) error {
 		}
 		until := time.Now().Add(s.timeout * 3 / 4)
 		for {
-			var state *string
-			err := conn.QueryRow(ctx, orphanSQL, o.pid, o.start).Scan(&state)
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && state != nil && *state == "idle") {
+			var n int
+			if err := conn.QueryRow(ctx, orphanSQL, o.pid, o.start).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
 				s.orphan = session{}
 				return nil
-			}
-			if err != nil {
-				return err
 			}
 			if time.Now().After(until) {
 				return fmt.Errorf("the session that sent it (pid %d) still runs", o.pid)
