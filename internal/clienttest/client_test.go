@@ -376,7 +376,8 @@ func TestWaitBeforeWatch(t *testing.T) {
 
 // TestLostWhenTakenOver: when the server gives the name to another owner,
 // the next renewal ends the lease at once with not_owner; Run's function
-// sees its context end with that cause, and Guard refuses.
+// sees its context end with that cause, and Guard refuses; Run's release
+// afterwards leaves the new owner's lease alone.
 func TestLostWhenTakenOver(t *testing.T) {
 	srv := server(t)
 	c, _ := client(t, srv, lease.Config{TTL: 3 * time.Second})
@@ -422,6 +423,11 @@ func TestLostWhenTakenOver(t *testing.T) {
 	var lost *lease.LostError
 	if !errors.As(err, &lost) {
 		t.Errorf("Run returned %v; want the loss", err)
+	}
+	// Run released after fn returned, with its epoch: the release, which
+	// raced the takeover and lost, must leave the new holder's lease alone
+	if r := inspect(t, srv, "taken"); !r.held || *r.owner != "thief" {
+		t.Errorf("after the old holder's release: held %v by %v; want the thief's lease to stand", r.held, r.owner)
 	}
 }
 
