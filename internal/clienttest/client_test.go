@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,6 +141,25 @@ func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
 		t.Fatal(err)
 	}
 }
+
+// slowWrites makes the writes to lease.leases on events ("INSERT", or
+// "INSERT OR UPDATE") whose new row meets cond (SQL on NEW) take seconds
+// longer: a trigger sleeps, as a slow disk or commit would.
+func slowWrites(t *testing.T, srv *pgserver.Server, events, cond string, seconds float64) {
+	t.Helper()
+	n := slowTriggers.Add(1)
+	exec(t, srv, fmt.Sprintf(`CREATE FUNCTION public.pglease_slow_%d() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF %s THEN
+        PERFORM pg_sleep(%g);
+    END IF;
+    RETURN NEW;
+END $$`, n, cond, seconds),
+		fmt.Sprintf("CREATE TRIGGER pglease_slow_%d AFTER %s ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_%d()", n, events, n))
+}
+
+// slowTriggers numbers slowWrites' triggers.
+var slowTriggers atomic.Int64
 
 // TestKeepAliveAndRelease: a lease with a 1 s TTL is still held, under
 // its epoch, 2.5 s later; Release ends it everywhere, and again is a no-op.
@@ -499,15 +520,8 @@ func TestCancelledWaitSettled(t *testing.T) {
 // that call is cancelled.
 func TestCallTimeout(t *testing.T) {
 	srv := server(t)
-	exec(t, srv, `CREATE FUNCTION public.pglease_slow_name() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.name = 'slow' THEN
-        PERFORM pg_sleep(0.6);
-    ELSIF NEW.name = 'stuck' THEN
-        PERFORM pg_sleep(3);
-    END IF;
-    RETURN NEW;
-END $$`, "CREATE TRIGGER pglease_slow_name AFTER INSERT ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_name()")
+	slowWrites(t, srv, "INSERT", "NEW.name = 'slow'", 0.6)
+	slowWrites(t, srv, "INSERT", "NEW.name = 'stuck'", 3)
 	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: time.Second})
 	ctx := context.Background()
 	start := time.Now()
@@ -635,13 +649,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // server's clock and the client's are one).
 func TestDeadlineFromSend(t *testing.T) {
 	srv := server(t)
-	exec(t, srv, `CREATE FUNCTION public.pglease_slow_reply() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.owner LIKE 'slow#%' THEN
-        PERFORM pg_sleep(0.6);
-    END IF;
-    RETURN NEW;
-END $$`, "CREATE TRIGGER pglease_slow_reply AFTER INSERT OR UPDATE ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_reply()")
+	slowWrites(t, srv, "INSERT OR UPDATE", "NEW.owner LIKE 'slow#%'", 0.6)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second, Owner: "slow", CallTimeout: 900 * time.Millisecond})
 	sent := time.Now()
 	l, err := c.TryAcquire(context.Background(), "slow")

@@ -32,13 +32,7 @@ import (
 //     this one waits for the session that sent the acquire to be done.
 func TestCutDuringCall(t *testing.T) {
 	srv := server(t)
-	exec(t, srv, `CREATE FUNCTION public.pglease_slow_cut() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.name = 'cut-slow' THEN
-        PERFORM pg_sleep(0.6);
-    END IF;
-    RETURN NEW;
-END $$`, "CREATE TRIGGER pglease_slow_cut AFTER INSERT ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_cut()")
+	slowWrites(t, srv, "INSERT", "NEW.name = 'cut-slow'", 0.6)
 	p := newProxy(t, srv)
 	c, lg := clientAt(t, p.dsn(srv), lease.Config{TTL: 10 * time.Second, CallTimeout: 2 * time.Second, Owner: "cut"})
 	ctx := context.Background()
@@ -194,13 +188,7 @@ func TestRunsDoNotOverlap(t *testing.T) {
 // stay held.
 func TestKeepAliveWhileCallsBusy(t *testing.T) {
 	srv := server(t)
-	exec(t, srv, `CREATE FUNCTION public.pglease_busy() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.name LIKE 'busy-%' THEN
-        PERFORM pg_sleep(0.4);
-    END IF;
-    RETURN NEW;
-END $$`, "CREATE TRIGGER pglease_busy AFTER INSERT ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_busy()")
+	slowWrites(t, srv, "INSERT", "NEW.name LIKE 'busy-%'", 0.4)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	ctx := context.Background()
 	l, err := c.TryAcquire(ctx, "kept")
