@@ -129,16 +129,21 @@ lint-ci:
 # The bench module (embedded etcd, plotting: long to compile on a cold
 # build cache) is vetted and tested beside the main module's tests, which
 # wait on servers and containers more than on the CPU.
+# Every package has an explicit timeout, wide beside its idle time (the
+# longest, internal/clienttest, takes about 2.5 min idle): a CI runner is
+# rarely idle, and go test's default of 10 min failed four packages once on
+# a machine with a load of 6-13 on its 2 cores.
+GO_TEST_TIMEOUT ?= 40m
 go-test:
 	$(GO) vet ./...
 	@mkdir -p $(BUILD)
-	@echo "cd bench && $(GO) vet ./... && $(GO) test -count=1 ./... (beside the next step; its output follows it)"
-	@(cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...) > $(BUILD)/go-test-bench.log 2>&1 & bench=$$!; \
-	  echo '$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$)'; \
-	  $(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/faults$$); status=$$?; \
+	@echo "cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... (beside the next step; its output follows it)"
+	@(cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...) > $(BUILD)/go-test-bench.log 2>&1 & bench=$$!; \
+	  echo '$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) $$($(GO) list ./... | grep -v /internal/faults$$)'; \
+	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) $$($(GO) list ./... | grep -v /internal/faults$$); status=$$?; \
 	  wait $$bench; bstatus=$$?; cat $(BUILD)/go-test-bench.log; \
 	  test $$status -eq 0 && test $$bstatus -eq 0
-	cd lease && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd lease && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...
 
 # Fault injection (internal/faults): every scenario with the newest version and the
 # variants that lack what it tests, over real servers on unix sockets.
