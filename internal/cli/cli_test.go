@@ -315,7 +315,7 @@ homepage: https://acme.example/pg_lease
 source_url: https://downloads.acme.example/pg_lease/
 image_repository: registry.acme.example/db/pg_lease
 release: 2
-release_date: 2099-01-02
+release_date: 2026-12-02
 release_note: Rebuilt with ACME's vendor tag
 `), 0o644)
 	out := filepath.Join(dir, "dist")
@@ -336,7 +336,7 @@ release_note: Rebuilt with ACME's vendor tag
 	spec, _ := os.ReadFile(filepath.Join(out, "pg_lease.spec"))
 	for _, want := range []string{"URL:            https://acme.example/pg_lease\n",
 		"Source0:        https://downloads.acme.example/pg_lease/%{sname}-%{version}.tar.gz\n",
-		"Release:        2ACME%{?dist}\n", "* Fri Jan 02 2099 ACME builds <builds@acme.example> - 0.4.0-2ACME\n- Rebuilt with ACME's vendor tag\n"} {
+		"Release:        2ACME%{?dist}\n", "* Wed Dec 02 2026 ACME builds <builds@acme.example> - 0.4.0-2ACME\n- Rebuilt with ACME's vendor tag\n"} {
 		if !strings.Contains(string(spec), want) {
 			t.Errorf("the spec lacks %q:\n%s", want, spec)
 		}

@@ -212,6 +212,9 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		}
 		fmt.Fprintf(out, "JUnit report: %s\n", c.junit)
 	}
+	if msg := container.Interrupted(results); msg != "" {
+		return &exitError{ExitFailure, errors.New(msg)}
+	}
 	for _, r := range results {
 		if r.Failed() {
 			return &exitError{ExitFailure, errors.New("tests failed")}

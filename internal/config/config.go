@@ -32,7 +32,7 @@ maintainer: ACME packaging <packages@acme.example>
 repo_url: https://packages.acme.example/pg_lease   # writes the host files: sign with --sign-key
 image_repository: registry.acme.example/pg_lease
 # release: 2                      # a rebuild: needs release_date and release_note
-# release_date: 2026-12-05        #   the new changelog entry's date (after the newest)
+# release_date: 2026-12-02        #   the new changelog entry's date (after the newest)
 # release_note: Rebuilt for ACME  #   its one line
 # homepage: https://github.com/pglease/pg_lease
 # source_url: https://downloads.acme.example/pg_lease  # the directory holding the tarball
@@ -50,6 +50,9 @@ type Settings struct {
 	SourceURL       string `yaml:"source_url"`
 	RepoURL         string `yaml:"repo_url"`
 	ImageRepository string `yaml:"image_repository"`
+	// Now is the clock a release date is checked against; zero: the
+	// machine's.
+	Now time.Time `yaml:"-"`
 }
 
 // Keys are the file's keys, in the order the docs give them.
@@ -171,6 +174,9 @@ func Apply(s Settings, ext model.Extension, pkg model.Packaging, img model.Image
 		}
 	}
 	if s.Maintainer != "" {
+		if err := literal("maintainer", s.Maintainer, `$%\"`+"`,;"); err != nil {
+			return a, err
+		}
 		if !maintainerRE.MatchString(s.Maintainer) {
 			return a, fmt.Errorf("maintainer %q: a name and an address, as \"Name <user@example.org>\"", s.Maintainer)
 		}
@@ -197,8 +203,19 @@ func Apply(s Settings, ext model.Extension, pkg model.Packaging, img model.Image
 		}
 		a.Images.Repository = s.ImageRepository
 	}
+	// the model's entries are the project's own releases: they keep its
+	// maintainer and suffix whoever builds; the entry of the release built
+	// here (a new one, or the packaged one rebuilt under another name) is
+	// the packager's
+	for i := range a.Pkg.Changelog {
+		c := &a.Pkg.Changelog[i]
+		c.By, c.Suffix = c.Who(pkg.Maintainer), c.SuffixOr(pkg.Suffixes[0])
+	}
 	if err := applyRelease(s, ext, &a.Pkg); err != nil {
 		return a, err
+	}
+	if top := &a.Pkg.Changelog[0]; top.Version == ext.Version() && top.Release == a.Pkg.Release {
+		top.By, top.Suffix = a.Pkg.Maintainer, a.Suffix
 	}
 	return a, nil
 }
@@ -236,7 +253,17 @@ func applyRelease(s Settings, ext model.Extension, pkg *model.Packaging) error {
 	if !when.After(newest.Time()) {
 		return fmt.Errorf("release_date %s: it must be after the newest changelog entry (%s)", s.ReleaseDate, newest.Date)
 	}
-	if strings.ContainsAny(s.ReleaseNote, "\n\r") || len(s.ReleaseNote) > 200 || strings.TrimSpace(s.ReleaseNote) != s.ReleaseNote {
+	// a date ahead of the clock dates the repositories' files and their
+	// Release (Date:) in the future, and apt refuses such a suite ("not
+	// valid yet") on every host whose clock is behind it
+	now := s.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if when.After(now) {
+		return fmt.Errorf("release_date %s: it is after now (%s); the repositories would be dated in the future, and apt refuses a Release dated ahead of the host's clock: date the release today or earlier", s.ReleaseDate, now.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if strings.ContainsFunc(s.ReleaseNote, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(s.ReleaseNote) > 200 || strings.TrimSpace(s.ReleaseNote) != s.ReleaseNote {
 		return fmt.Errorf("release_note: one line of at most 200 characters, without leading or trailing space")
 	}
 	pkg.Release = s.Release
@@ -253,9 +280,26 @@ func changeTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("release_date %q: YYYY-MM-DD, or YYYY-MM-DD HH:MM in UTC", s)
 }
 
+// literal refuses a value holding one of bad, characters that a spec, a
+// Debian control file or a Makefile would read as more than text (rpm's
+// % macros and %(shell), dpkg's ${substvars}, make's $(...), the shell's
+// backquotes, a field separator), naming the setting.
+func literal(key, value, bad string) error {
+	if i := strings.IndexAny(value, bad); i >= 0 {
+		return fmt.Errorf("%s %q: holds %q, which the spec, debian/control or debian/rules would read as code or syntax; leave it out", key, value, value[i:i+1])
+	}
+	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("%s %q: holds a control character", key, value)
+	}
+	return nil
+}
+
 // webURL checks an http(s) URL with a host and no query or fragment, and
 // drops a trailing slash.
 func webURL(key, s string) (string, error) {
+	if err := literal(key, s, `$%\"`+"` "); err != nil {
+		return "", err
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return "", fmt.Errorf("%s %q: an http or https URL with a host and no query, for example https://packages.example.org/pg_lease", key, s)

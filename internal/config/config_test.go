@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pglease/pglease-gen/internal/model"
 )
@@ -63,7 +64,7 @@ func TestApplyChecksEveryValue(t *testing.T) {
 		{Settings{Release: 2}, "release 2 needs release_date"},
 		{Settings{Release: 2, ReleaseDate: newest.Date, ReleaseNote: "x"}, "it must be after the newest changelog entry"},
 		{Settings{Release: 2, ReleaseDate: "2099-13-01", ReleaseNote: "x"}, `release_date "2099-13-01": YYYY-MM-DD`},
-		{Settings{Release: 2, ReleaseDate: "2099-01-01", ReleaseNote: "two\nlines"}, "release_note: one line"},
+		{Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "two\nlines"}, "release_note: one line"},
 		{Settings{Release: 1000}, "release 1000: a whole number from 1 to 999"},
 		{Settings{Release: -1}, "release -1"},
 		{Settings{ReleaseNote: "x"}, "release_date and release_note go with release"},
@@ -78,7 +79,7 @@ func TestApplyChecksEveryValue(t *testing.T) {
 
 func TestRelease(t *testing.T) {
 	before := len(model.Packages.Changelog)
-	a, err := Apply(Settings{Release: 2, ReleaseDate: "2099-01-02", ReleaseNote: "Rebuilt for ACME", Vendor: "pgdg"}, model.PgLease, model.Packages, model.CNPG)
+	a, err := Apply(Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "Rebuilt for ACME", Vendor: "pgdg"}, model.PgLease, model.Packages, model.CNPG)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +111,65 @@ func TestReadmeShowsTheExample(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "```yaml\n"+Example+"```\n") {
 		t.Error("README.md does not show config.Example as it is: copy it from internal/config/config.go")
+	}
+}
+
+// TestReleaseDateNotAhead: a release date after the clock is refused (apt
+// refuses a suite dated ahead of the host's clock); the same date is taken
+// once the clock has passed it.
+func TestReleaseDateNotAhead(t *testing.T) {
+	s := Settings{Release: 2, ReleaseDate: "2026-12-06", ReleaseNote: "x", Now: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)}
+	_, err := Apply(s, model.PgLease, model.Packages, model.CNPG)
+	if err == nil || !strings.Contains(err.Error(), "release_date 2026-12-06: it is after now (2026-12-05 12:00 UTC)") {
+		t.Errorf("a release date one day ahead: %v", err)
+	}
+	s.Now = s.Now.Add(24 * time.Hour)
+	if _, err := Apply(s, model.PgLease, model.Packages, model.CNPG); err != nil {
+		t.Errorf("the same date once it has come: %v", err)
+	}
+}
+
+// TestHostileValuesRefused: characters a spec, debian/control or
+// debian/rules would read as code are refused in the settings that land
+// there as fields, naming the setting.
+func TestHostileValuesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{Maintainer: "%(id) <a@b.example>"}, `maintainer "%(id) <a@b.example>": holds "%"`},
+		{Settings{Maintainer: "A ${Newline}Depends: x <a@b.example>"}, `holds "$"`},
+		{Settings{Maintainer: "Doe, Jane <a@b.example>"}, `holds ","`},
+		{Settings{Maintainer: "A `id` <a@b.example>"}, "holds \"`\""},
+		{Settings{Homepage: "https://acme.example/%{dist}"}, `homepage "https://acme.example/%{dist}": holds "%"`},
+		{Settings{SourceURL: "https://acme.example/$(shell id)"}, `source_url "https://acme.example/$(shell id)": holds "$"`},
+		{Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "tab\there"}, "release_note: one line"},
+	} {
+		if _, err := Apply(tc.s, model.PgLease, model.Packages, model.CNPG); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+// TestOlderEntriesStayUpstreams: a packager's vendor and maintainer name
+// the entry of the release they build, never the project's older ones.
+func TestOlderEntriesStayUpstreams(t *testing.T) {
+	for _, s := range []Settings{
+		{Vendor: "ACME", Maintainer: "ACME packaging <p@acme.example>"},
+		{Vendor: "ACME", Maintainer: "ACME packaging <p@acme.example>", Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "Rebuilt"},
+	} {
+		a, err := Apply(s, model.PgLease, model.Packages, model.CNPG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := a.Pkg.Changelog[0]
+		if top.By != s.Maintainer || top.Suffix != "ACME" || top.Release != max(s.Release, 1) {
+			t.Errorf("%+v: the built release's entry is %+v", s, top)
+		}
+		for _, c := range a.Pkg.Changelog[1:] {
+			if c.By != model.Packages.Maintainer || c.Suffix != model.Packages.Suffixes[0] {
+				t.Errorf("%+v: the older entry %s-%d is %q %q, not the project's", s, c.Version, c.Release, c.By, c.Suffix)
+			}
+		}
 	}
 }

@@ -81,8 +81,36 @@ type MajorResult struct {
 	Skipped   string // why the major did not run (no image of it exists for the architecture)
 	Container string // name of the container (still running with Keep)
 	Result    suite.Result
-	Err       error // the suites could not run
-	Took      time.Duration
+	// Planned are every check the run was to report: those without a
+	// result in Result did not finish (the run was interrupted, timed
+	// out or could not start).
+	Planned []suite.Case
+	Err     error // the suites could not run, or not to the end
+	Took    time.Duration
+}
+
+// Unfinished are the planned checks that have no result.
+func (m MajorResult) Unfinished() []suite.Case {
+	seen := map[suite.Kind]map[string]bool{}
+	for _, c := range m.Result.Cases {
+		if seen[c.Kind] == nil {
+			seen[c.Kind] = map[string]bool{}
+		}
+		seen[c.Kind][c.Name] = true
+	}
+	var out []suite.Case
+	for _, c := range m.Planned {
+		if !seen[c.Kind][c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Interrupted reports whether the run was cut short by a cancel (a signal)
+// or the caller's deadline, not by a failure of its own.
+func (m MajorResult) Interrupted() bool {
+	return errors.Is(m.Err, context.Canceled) || errors.Is(m.Err, context.DeadlineExceeded)
 }
 
 // Passed reports whether the suites ran and every test passed.
@@ -206,6 +234,11 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 	if o.NewestOnly {
 		passes = passes[:1]
 	}
+	updates := runner.Updates(o.Ext)
+	if o.NoUpdateCheck {
+		updates = nil
+	}
+	planned := runner.Planned(passes, updates)
 	results := make([]MajorResult, len(o.Majors))
 	for _, major := range o.Majors {
 		o.Board.Set(key(major), "queued")
@@ -224,11 +257,12 @@ func Run(ctx context.Context, pool *dockertest.Pool, o Options) ([]MajorResult, 
 			for i := range next {
 				major := o.Majors[i]
 				if err := ctx.Err(); err != nil {
-					results[i] = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch), Err: err}
+					results[i] = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch), Planned: planned, Err: err}
 					o.Board.Finish(key(major), "cancelled")
 					continue
 				}
-				results[i] = runMajor(ctx, pool, o, major, passes)
+				results[i] = runMajor(ctx, pool, o, major, passes, updates)
+				results[i].Planned = planned
 				o.Board.Finish(key(major), outcome(results[i]))
 			}
 		}()
@@ -254,7 +288,7 @@ func firstLine(s string) string {
 	return line
 }
 
-func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major int, passes []runner.Pass) (r MajorResult) {
+func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major int, passes []runner.Pass, updates []runner.Update) (r MajorResult) {
 	start := time.Now()
 	r = MajorResult{Major: major, Image: images.Ref(o.Image, major, o.Arch)}
 	defer func() { r.Took = time.Since(start) }()
@@ -297,10 +331,6 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 	root := Exec{Client: pool.Client, ID: res.Container.ID}
 	pg := root
 	pg.User = dbUser
-	updates := runner.Updates(o.Ext)
-	if o.NoUpdateCheck {
-		updates = nil
-	}
 	out, err := runner.Run(ctx, target{root: root, pg: pg, l: l}, runner.Options{
 		Passes: passes, Updates: updates, Install: o.Install, Keep: o.Keep, Stage: stage, Settings: o.Settings,
 		Results: resultsDir(o.Results, major),
@@ -310,7 +340,12 @@ func runMajor(parent context.Context, pool *dockertest.Pool, o Options, major in
 		// a run must not pass on another architecture than asked for
 		err = fmt.Errorf("the container from %s runs on %s, not %s", r.Image, r.Machine, want)
 	}
-	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+	switch {
+	case err != nil && parent.Err() != nil:
+		// the caller's cancel or deadline, whatever the step that met it
+		// made of it: Interrupted must see it
+		err = fmt.Errorf("interrupted: %w (%v)", parent.Err(), err)
+	case err != nil && ctx.Err() != nil:
 		err = fmt.Errorf("timed out after %s: %w", o.Timeout, err)
 	}
 	r.Err = err

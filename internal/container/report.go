@@ -66,6 +66,38 @@ func Report(w io.Writer, results []MajorResult) {
 			r.Key(), status, serverW, "PostgreSQL "+r.Server, machineW, r.Machine, countsW, counts[i], r.Took.Seconds(), r.Version)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped (PostgreSQL %s)\n", passed, failed, skipped, strings.Join(majors, ", "))
+	if n, of, interrupted := unfinished(results); n > 0 {
+		word := "did not finish"
+		if interrupted {
+			word = "did not finish: the run was interrupted"
+		}
+		fmt.Fprintf(w, "%d of %d checks %s\n", n, of, word)
+	}
+}
+
+// unfinished counts the planned checks without a result, of how many, and
+// whether a run was interrupted.
+func unfinished(results []MajorResult) (n, of int, interrupted bool) {
+	for _, r := range results {
+		if r.Skipped != "" {
+			continue
+		}
+		n += len(r.Unfinished())
+		of += len(r.Planned)
+		interrupted = interrupted || r.Interrupted()
+	}
+	return n, of, interrupted
+}
+
+// Interrupted says, for a run that was interrupted, how many of its checks
+// did not finish ("interrupted: 97 of 142 checks did not finish"); "" for
+// a run that was not.
+func Interrupted(results []MajorResult) string {
+	n, of, interrupted := unfinished(results)
+	if !interrupted {
+		return ""
+	}
+	return fmt.Sprintf("interrupted: %d of %d checks did not finish", n, of)
 }
 
 // JUnit turns the results into JUnit suites: one per major and suite kind,
@@ -74,11 +106,13 @@ func Report(w io.Writer, results []MajorResult) {
 func JUnit(results []MajorResult) []junit.Suite {
 	var out []junit.Suite
 	for _, r := range results {
+		var unfinished []suite.Case
+		if r.Skipped == "" {
+			unfinished = r.Unfinished()
+		}
+		why := r.unfinishedWhy()
 		for _, k := range suite.Reported {
 			s := junit.Suite{Name: r.Key() + "." + string(k), Skipped: r.Skipped, Properties: r.properties()}
-			if r.Err != nil && len(r.Result.Cases) == 0 {
-				s.Error = r.Err.Error()
-			}
 			diffs := r.Result.CaseDiffs[k]
 			for _, c := range r.Result.Cases {
 				if c.Kind != k {
@@ -93,10 +127,32 @@ func JUnit(results []MajorResult) []junit.Suite {
 				}
 				s.Cases = append(s.Cases, jc)
 			}
+			// every planned check without a result is an error, so that a
+			// run cut short cannot read as a smaller green one
+			for _, c := range unfinished {
+				if c.Kind == k {
+					s.Cases = append(s.Cases, junit.Case{Name: c.Name, Class: s.Name, Error: why})
+				}
+			}
+			// a run that failed after its last check still reads as failed
+			if r.Err != nil && len(unfinished) == 0 && k == suite.Reported[0] {
+				s.Error = r.Err.Error()
+			}
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// unfinishedWhy says why r's unfinished checks have no result.
+func (r MajorResult) unfinishedWhy() string {
+	switch {
+	case r.Err == nil:
+		return "did not finish"
+	case r.Interrupted():
+		return "interrupted before this check finished: " + firstLine(r.Err.Error())
+	}
+	return "did not finish: " + firstLine(r.Err.Error())
 }
 
 // properties say which build of the major the suites ran on: the image

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type Case struct {
 	Class   string
 	Time    time.Duration
 	Failure string // empty when the test passed
+	// Error, when set, says the test did not run to its end (an
+	// interrupted run): an <error>, not a pass.
+	Error string
 }
 
 type xmlSuites struct {
@@ -77,6 +81,11 @@ type xmlProblem struct {
 	Text    string `xml:",chardata"`
 }
 
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 // Write writes suites as one <testsuites> document. A suite that could not
@@ -108,6 +117,10 @@ func Write(w io.Writer, suites []Suite) error {
 			if c.Failure != "" {
 				xc.Failure = &xmlProblem{Message: "output differs from the expected file", Text: c.Failure}
 				xs.Failures++
+			}
+			if c.Error != "" {
+				xc.Error = &xmlProblem{Message: firstLine(c.Error), Text: c.Error}
+				xs.Errors++
 			}
 			st += c.Time
 			xs.Cases = append(xs.Cases, xc)

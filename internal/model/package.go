@@ -52,6 +52,28 @@ type Change struct {
 	Version string
 	Release int
 	Lines   []string
+	// By and Suffix are who made the release and its release suffix;
+	// empty: the packaging's own (the project's entries leave them empty,
+	// and a packager's build stamps them, so that its entry is the
+	// packager's and the older ones stay the project's).
+	By     string
+	Suffix string
+}
+
+// Who is the entry's maintainer, or def when it names none.
+func (c Change) Who(def string) string {
+	if c.By != "" {
+		return c.By
+	}
+	return def
+}
+
+// SuffixOr is the entry's release suffix, or def when it names none.
+func (c Change) SuffixOr(def string) string {
+	if c.Suffix != "" {
+		return c.Suffix
+	}
+	return def
 }
 
 // Packages is the one description of how pg_lease is packaged.
@@ -136,7 +158,7 @@ func (p Packaging) ReleaseTag(suffix string) string {
 // EVR is a changelog entry's version-release with the suffix but without
 // the dist tag, as rpm changelogs write it: 0.1.0-1PGSTY.
 func (c Change) EVR(suffix string) string {
-	return fmt.Sprintf("%s-%d%s", c.Version, c.Release, suffix)
+	return fmt.Sprintf("%s-%d%s", c.Version, c.Release, c.SuffixOr(suffix))
 }
 
 // Time is the changelog date of c, at midnight UTC unless it says when.
@@ -233,6 +255,16 @@ func (p Packaging) DebVersion(v string, r int, suffix string) string {
 		return fmt.Sprintf("%s-%d.pgdg%s+1", v, r, p.DebPGDG)
 	}
 	return fmt.Sprintf("%s-%d%s~%s", v, r, suffix, p.DebCodename)
+}
+
+// DebDistribution is the distribution a Debian changelog entry with
+// release suffix suffix names: the codename (bookworm), or for PGDG's form
+// apt.postgresql.org's own distribution (bookworm-pgdg).
+func (p Packaging) DebDistribution(suffix string) string {
+	if suffix == "PGDG" {
+		return p.DebCodename + "-pgdg"
+	}
+	return p.DebCodename
 }
 
 // DebName is the extension's name as Debian package names spell it (no

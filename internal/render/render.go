@@ -76,8 +76,13 @@ func FuncMap() template.FuncMap {
 	fm["changelogDate"] = ChangelogDate
 	fm["debianDate"] = DebianDate
 	fm["debianText"] = DebianText
+	fm["rpmEscape"] = RPMEscape
 	return fm
 }
+
+// RPMEscape makes s literal in a spec: rpm expands every % (macros, and
+// %(...) runs the shell), so each is doubled, which rpm reads back as one.
+func RPMEscape(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 // QuoteLiteral quotes s as an SQL string literal, as quote_literal() does
 // for strings without backslashes. Strings with backslashes are refused,

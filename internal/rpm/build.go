@@ -231,9 +231,6 @@ func RpmbuildDefines(pkg model.Packaging, major int) []string {
 		"pgmajorversion " + strconv.Itoa(major),
 		"dist " + pkg.Dist,
 		"_buildhost " + BuildHost,
-		// what a build host's ~/.rpmmacros says; hard-coded in a spec it is
-		// a lint warning
-		"packager " + pkg.Maintainer,
 		"use_source_date_epoch_as_buildtime 1",
 		"clamp_mtime_to_source_date_epoch 1",
 		"_binary_payload w9.gzdio",

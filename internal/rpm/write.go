@@ -298,7 +298,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 	var who, text []string
 	for _, c := range p.Changelog {
 		times = append(times, int32(c.Day().Unix()))
-		who = append(who, p.Maintainer+" - "+c.EVR(p.Suffix))
+		who = append(who, c.Who(p.Maintainer)+" - "+c.EVR(p.Suffix))
 		text = append(text, "- "+strings.Join(c.Lines, "\n- "))
 	}
 	if len(times) > 0 {

@@ -132,3 +132,20 @@ func Count(passes []Pass, updates []Update) map[suite.Kind]int {
 	}
 	return n
 }
+
+// Planned lists every check that passes and updates will report, by kind
+// and name, none passed: what a run that did not finish still owes.
+func Planned(passes []Pass, updates []Update) []suite.Case {
+	var cases []suite.Case
+	for _, p := range passes {
+		for _, k := range suite.Kinds {
+			for _, t := range p.Tests[k] {
+				cases = append(cases, suite.Case{Kind: k, Name: t + p.CaseSuffix()})
+			}
+		}
+	}
+	for _, u := range updates {
+		cases = append(cases, suite.Case{Kind: suite.Update, Name: u.CaseName()})
+	}
+	return cases
+}

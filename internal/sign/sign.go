@@ -35,9 +35,25 @@ type Signer struct {
 	when   time.Time
 }
 
+// MinValidity is how long a signing key must stay valid after the build:
+// the repositories carry no Valid-Until, so they are good for as long as
+// their key is, and a host refuses them once it has expired (apt reports
+// EXPKEYSIG and treats the suite as unsigned; dnf fails the key check).
+const MinValidity = 30 * 24 * time.Hour
+
 // Load reads an armored private key and decrypts it with passphrase when
-// it is protected. Every way it can be unusable is a plain error.
+// it is protected, for signatures dated when. The key is checked against
+// the clock too (LoadAt with time.Now()): every way it can be unusable is
+// a plain error.
 func Load(file string, passphrase []byte, when time.Time) (*Signer, error) {
+	return LoadAt(file, passphrase, when, time.Now())
+}
+
+// LoadAt is Load with the clock read as now: a key revoked, expired,
+// expiring within MinValidity or not yet valid at now is refused, whatever
+// when (a build's back-dated SOURCE_DATE_EPOCH) says, since hosts check
+// the signatures at their own now.
+func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
@@ -61,6 +77,9 @@ func Load(file string, passphrase []byte, when time.Time) (*Signer, error) {
 		if err := e.DecryptPrivateKeys(passphrase); err != nil {
 			return nil, fmt.Errorf("signing key %s: the passphrase in %s does not unlock it (%v)", file, PassphraseEnv, err)
 		}
+	}
+	if err := validNow(file, e, now); err != nil {
+		return nil, err
 	}
 	created := e.PrimaryKey.CreationTime
 	if when.Before(created) {
@@ -254,4 +273,53 @@ func armored(buf *bytes.Buffer, kind string, write func(io.Writer) error) error 
 	}
 	buf.WriteByte('\n')
 	return nil
+}
+
+// validNow refuses a key that hosts would refuse at now, or within
+// MinValidity of it: revoked, expired, not yet valid, or expiring soon.
+// The signing key's expiry is its own or its primary key's, whichever is
+// sooner.
+func validNow(file string, e *openpgp.Entity, now time.Time) error {
+	fpr := fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
+	day := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+	for _, r := range e.Revocations {
+		why := ""
+		if r.RevocationReasonText != "" {
+			why = " (" + r.RevocationReasonText + ")"
+		}
+		return fmt.Errorf("signing key %s (%s): revoked on %s%s; make a new one: pglease-gen keygen --out FILE", file, fpr, day(r.CreationTime), why)
+	}
+	if e.PrimaryKey.CreationTime.After(now) {
+		return fmt.Errorf("signing key %s (%s): created on %s, after now (%s): check this machine's clock", file, fpr, day(e.PrimaryKey.CreationTime), day(now))
+	}
+	k, ok := e.SigningKey(now)
+	if !ok {
+		end := expiry(e.PrimaryKey, primarySig(e))
+		if !end.IsZero() && !end.After(now) {
+			return fmt.Errorf("signing key %s (%s): expired on %s, before now (%s): extend it (gpg --quick-set-expire %s 2y, and its signing subkey) or make a new one", file, fpr, day(end), day(now), fpr)
+		}
+		return fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): expired, revoked or not a signing key", file, fpr, day(now))
+	}
+	end := expiry(e.PrimaryKey, primarySig(e))
+	if sub := expiry(k.PublicKey, k.SelfSignature); k.PublicKey != e.PrimaryKey && !sub.IsZero() && (end.IsZero() || sub.Before(end)) {
+		end = sub
+	}
+	if !end.IsZero() && end.Before(now.Add(MinValidity)) {
+		return fmt.Errorf("signing key %s (%s): expires on %s, within %d days of now (%s); the repositories are good only while their key is (hosts refuse them after it expires): extend it (gpg --quick-set-expire %s 2y) and build again",
+			file, fpr, day(end), int(MinValidity.Hours()/24), day(now), fpr)
+	}
+	return nil
+}
+
+func primarySig(e *openpgp.Entity) *packet.Signature {
+	sig, _ := e.PrimarySelfSignature()
+	return sig
+}
+
+// expiry is when a key with self-signature sig expires; zero: never.
+func expiry(k *packet.PublicKey, sig *packet.Signature) time.Time {
+	if sig == nil || sig.KeyLifetimeSecs == nil || *sig.KeyLifetimeSecs == 0 {
+		return time.Time{}
+	}
+	return k.CreationTime.Add(time.Duration(*sig.KeyLifetimeSecs) * time.Second)
 }

@@ -2,6 +2,7 @@ package sign
 
 import (
 	"bytes"
+	"crypto"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
 var created = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -210,5 +212,65 @@ func TestGnuPGAndSequoiaVerify(t *testing.T) {
 	}
 	if !shown {
 		t.Error("no signature of 3 * n bytes among 4: the broken variant did not run")
+	}
+}
+
+// timedKey writes a key made at made that expires after life (0: never),
+// revoked when revoke is set, and returns its file.
+func timedKey(t *testing.T, made time.Time, life time.Duration, revoke bool) string {
+	t.Helper()
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Curve: packet.Curve25519, DefaultHash: crypto.SHA256,
+		Time: func() time.Time { return made }, KeyLifetimeSecs: uint32(life.Seconds())}
+	e, err := openpgp.NewEntity("pg_lease test", "", "test@pglease.invalid", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if revoke {
+		if err := e.RevokeKey(packet.KeyCompromised, "lost laptop", cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	w, _ := armor.Encode(&b, openpgp.PrivateKeyType, nil)
+	if err := e.SerializePrivateWithoutSigning(w, cfg); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	file := filepath.Join(t.TempDir(), "key.asc")
+	if err := os.WriteFile(file, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestKeysCheckedAgainstNow: a key is judged at the clock's now, not at the
+// build's back-dated signature time. Under the old check (validity at
+// when only), the first case, a key that expired one second before the
+// build but was valid at SOURCE_DATE_EPOCH, signed, and gpgv reported
+// EXPKEYSIG on every host.
+func TestKeysCheckedAgainstNow(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	when := now.Add(-72 * time.Hour) // a build dated three days back
+	for _, c := range []struct {
+		name string
+		file string
+		want string // "" for accepted
+	}{
+		{"expired a second ago", timedKey(t, now.Add(-100*24*time.Hour), 100*24*time.Hour-time.Second, false), "expired on 2026-12-04 11:59:59 UTC, before now"},
+		{"expires in ten days", timedKey(t, now.Add(-100*24*time.Hour), 110*24*time.Hour, false), "expires on 2026-12-14 12:00:00 UTC, within 30 days of now"},
+		{"revoked", timedKey(t, now.Add(-100*24*time.Hour), 0, true), "revoked on"},
+		{"made tomorrow", timedKey(t, now.Add(24*time.Hour), 0, false), "after now"},
+		{"good for a year", timedKey(t, now.Add(-100*24*time.Hour), 465*24*time.Hour, false), ""},
+		{"never expires", timedKey(t, now.Add(-100*24*time.Hour), 0, false), ""},
+	} {
+		_, err := LoadAt(c.file, nil, when, now)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err = %v; want %q", c.name, err, c.want)
+		case err != nil:
+			t.Logf("%s: %v", c.name, err)
+		}
 	}
 }
