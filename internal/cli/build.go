@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -209,6 +210,9 @@ func nextSteps(out, repoURL string, signed bool) []string {
 func (c *buildCmd) settings(cmd *cobra.Command) (config.Applied, string, error) {
 	var file config.Settings
 	from := c.config
+	if cmd.Flags().Changed("config") && from == "" {
+		return config.Applied{}, "", errors.New("--config '': name a settings file, or leave the flag out for " + config.DefaultFile)
+	}
 	if from == "" {
 		if _, err := os.Stat(config.DefaultFile); err == nil {
 			from = config.DefaultFile
@@ -227,6 +231,25 @@ func (c *buildCmd) settings(cmd *cobra.Command) (config.Applied, string, error) 
 	}
 	if cmd.Flags().Changed("repo-url") {
 		flags.RepoURL = c.repoURL
+	}
+	// a flag given is a value given: an empty one is an error, not the
+	// default, and errors about it name the flag
+	flags.From = map[string]string{}
+	for key, flag := range map[string]string{"release_date": "release-date", "release_note": "release-note", "vendor": "release-suffix",
+		"maintainer": "maintainer", "homepage": "homepage", "source_url": "source-url", "repo_url": "repo-url", "image_repository": "image-repository"} {
+		if !cmd.Flags().Changed(flag) {
+			continue
+		}
+		if v, _ := cmd.Flags().GetString(flag); v == "" {
+			return config.Applied{}, "", fmt.Errorf("--%s '': give a value, or leave the flag out for the default", flag)
+		}
+		flags.From[key] = "--" + flag
+	}
+	if cmd.Flags().Changed("release") {
+		if c.set.Release < 1 || c.set.Release > 999 {
+			return config.Applied{}, "", fmt.Errorf("--release %d: a whole number from 1 to 999", c.set.Release)
+		}
+		flags.From["release"] = "--release"
 	}
 	a, err := config.Apply(file.Over(flags), model.PgLease, model.Packages, model.CNPG)
 	return a, from, err

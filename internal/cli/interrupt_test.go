@@ -121,3 +121,32 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	t.Logf("interrupted after the regress suite started: %d tests in the JUnit, %d errors (%d planned checks); %s",
 		doc.Tests, doc.Errors, len(planned), strings.TrimSpace(errb.String()))
 }
+
+// TestEmptyValuesAreErrors: a flag given with an empty value (or release
+// 0) is an error naming the flag, not the default, and writes nothing.
+func TestEmptyValuesAreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--distro", ""}, "--distro '': use all or some of"},
+		{[]string{"--config", ""}, "--config '': name a settings file"},
+		{[]string{"--release-suffix", ""}, "--release-suffix '': give a value"},
+		{[]string{"--maintainer", ""}, "--maintainer '': give a value"},
+		{[]string{"--release", "0"}, "--release 0: a whole number from 1 to 999"},
+		{[]string{"--maintainer", "%(id) <a@b.example>"}, `--maintainer: maintainer "%(id) <a@b.example>": holds "%"`},
+	} {
+		out := filepath.Join(t.TempDir(), "dist")
+		code, _, errs := run(t, append([]string{"build", "--out", out}, tc.args...)...)
+		if code == ExitOK || !strings.Contains(errs, tc.want) {
+			t.Errorf("build %q: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("build %q wrote %s", tc.args, out)
+		}
+	}
+	code, _, errs := run(t, "test", "--pg", "15", "--rpm", t.TempDir(), "--distro", "")
+	if code == ExitOK || !strings.Contains(errs, "--distro '': name a release") {
+		t.Errorf("test --distro '': exit %d, %q", code, errs)
+	}
+}

@@ -112,6 +112,9 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--versions %q: use all or newest", c.versions)
 	}
 	newest := c.versions == "newest"
+	if cmd.Flags().Changed("distro") && strings.TrimSpace(c.distro) == "" {
+		return fmt.Errorf("--distro '': name a release, or leave the flag out for the default")
+	}
 	if c.local {
 		_, err := runner.RunLocal(cmd.Context(), model.PgLease, runner.LocalOptions{
 			PgConfig: c.pgConfig, Src: pglease.Files, Keep: c.keep, Results: c.results, NewestOnly: newest,

@@ -9,10 +9,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +55,59 @@ type Settings struct {
 	// Now is the clock a release date is checked against; zero: the
 	// machine's.
 	Now time.Time `yaml:"-"`
+	// From says where each key's value came from, for the errors:
+	// "pglease-gen.yaml:3" or "--vendor".
+	From map[string]string `yaml:"-"`
+}
+
+// field is the setting of key in s.
+func (s *Settings) field(key string) *string {
+	switch key {
+	case "release_date":
+		return &s.ReleaseDate
+	case "release_note":
+		return &s.ReleaseNote
+	case "vendor":
+		return &s.Vendor
+	case "maintainer":
+		return &s.Maintainer
+	case "homepage":
+		return &s.Homepage
+	case "source_url":
+		return &s.SourceURL
+	case "repo_url":
+		return &s.RepoURL
+	case "image_repository":
+		return &s.ImageRepository
+	}
+	return nil
+}
+
+// ParseRelease reads a release number as the file or a flag gives it:
+// digits only, from 1 to 999 (no 0, 2.5, 1e3 or 0x10, which YAML would
+// read as numbers too).
+func ParseRelease(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 999 || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, fmt.Errorf("release %q: a whole number from 1 to 999", v)
+	}
+	return n, nil
+}
+
+// locate prefixes err with where the setting it is about came from: its
+// message starts with the key (Apply's errors all do).
+func (s Settings) locate(err error) error {
+	if err == nil {
+		return nil
+	}
+	keys := slices.Clone(Keys)
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+	for _, k := range keys {
+		if strings.HasPrefix(err.Error(), k) && s.From[k] != "" {
+			return fmt.Errorf("%s: %w", s.From[k], err)
+		}
+	}
+	return err
 }
 
 // Keys are the file's keys, in the order the docs give them.
@@ -68,12 +123,22 @@ func Read(path string) (Settings, error) {
 	return Parse(path, b)
 }
 
-// Parse reads a settings file's bytes; name is for the errors.
+// Parse reads a settings file's bytes; name is for the errors, which
+// give the file and line of the value they are about.
 func Parse(name string, b []byte) (Settings, error) {
-	var s Settings
+	s := Settings{From: map[string]string{}}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); err != io.EOF {
+		line := more.Line
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", name, err)
+		}
+		return s, fmt.Errorf("%s:%d: a second YAML document (after ---): put every setting in one document", name, line)
 	}
 	if len(doc.Content) == 0 {
 		return s, nil // empty: every default
@@ -95,15 +160,20 @@ func Parse(name string, b []byte) (Settings, error) {
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 			return s, fmt.Errorf("%s: line %d: %s needs one value", name, v.Line, k.Value)
 		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return s, fmt.Errorf("%s: %s (release is a whole number; the other values are text)", name, strings.Join(te.Errors, "; "))
+		where := fmt.Sprintf("%s:%d", name, v.Line)
+		if v.Value == "" {
+			return s, fmt.Errorf("%s: %s is empty: leave the key out for its default", where, k.Value)
 		}
-		return s, fmt.Errorf("%s: %w", name, err)
+		s.From[k.Value] = where
+		if k.Value == "release" {
+			n, err := ParseRelease(v.Value)
+			if err != nil {
+				return s, fmt.Errorf("%s: %w", where, err)
+			}
+			s.Release = n
+			continue
+		}
+		*s.field(k.Value) = v.Value
 	}
 	return s, nil
 }
@@ -130,6 +200,14 @@ func (s Settings) Over(o Settings) Settings {
 	if o.Release != 0 {
 		s.Release = o.Release
 	}
+	from := map[string]string{}
+	for k, v := range s.From {
+		from[k] = v
+	}
+	for k, v := range o.From {
+		from[k] = v
+	}
+	s.From = from
 	s.ReleaseDate = pick(s.ReleaseDate, o.ReleaseDate)
 	s.ReleaseNote = pick(s.ReleaseNote, o.ReleaseNote)
 	s.Vendor = pick(s.Vendor, o.Vendor)
@@ -161,6 +239,11 @@ var (
 // description img for extension ext. Every error names the setting and
 // says what it takes.
 func Apply(s Settings, ext model.Extension, pkg model.Packaging, img model.ImageVolumes) (Applied, error) {
+	a, err := apply(s, ext, pkg, img)
+	return a, s.locate(err)
+}
+
+func apply(s Settings, ext model.Extension, pkg model.Packaging, img model.ImageVolumes) (Applied, error) {
 	a := Applied{Pkg: pkg, Images: img, Suffix: pkg.Suffixes[0]}
 	// Packaging's slices are shared with the model: copy what changes
 	a.Pkg.Changelog = slices.Clone(pkg.Changelog)

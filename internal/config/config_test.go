@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -33,7 +34,13 @@ func TestParseErrors(t *testing.T) {
 		{"vendor: ACME\nvendor: X\n", "line 2: vendor is given twice"},
 		{"maintainer:\n  - a\n", "line 2: maintainer needs one value"},
 		{"homepage:\n", "line 1: homepage needs one value"},
-		{"release: two\n", "release is a whole number"},
+		{"release: two\n", `example:1: release "two": a whole number from 1 to 999`},
+		{"release: 0\n", `example:1: release "0": a whole number from 1 to 999`},
+		{"release: 2.5\n", `example:1: release "2.5": a whole number`},
+		{"release: 1e3\n", `example:1: release "1e3": a whole number`},
+		{"release: 0x10\n", `example:1: release "0x10": a whole number`},
+		{"vendor: \"\"\n", "example:1: vendor is empty: leave the key out for its default"},
+		{"vendor: ACME\n---\nvendor: BETA\n", "example:2: a second YAML document (after ---)"},
 		{"- vendor: ACME\n", "line 1: expected keys and values (key: value), not a list"},
 		{"vendor: [\n", "example: yaml:"},
 	} {
@@ -42,8 +49,23 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("%q: %v; want %q", tc.file, err, tc.want)
 		}
 	}
-	if s, err := Parse("empty", nil); err != nil || s != (Settings{}) {
+	if s, err := Parse("empty", nil); err != nil || fmt.Sprint(s) != fmt.Sprint(Settings{From: map[string]string{}}) {
 		t.Errorf("an empty file: %+v, %v", s, err)
+	}
+	// a quoted release is the same number; an error names where the value is
+	if s, err := Parse("example", []byte("release: \"2\"\n")); err != nil || s.Release != 2 {
+		t.Errorf("release: \"2\": %+v, %v", s, err)
+	}
+	s, err := Parse("acme.yaml", []byte("vendor: ACME\nmaintainer: nobody\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(s, model.PgLease, model.Packages, model.CNPG); err == nil || !strings.HasPrefix(err.Error(), `acme.yaml:2: maintainer "nobody"`) {
+		t.Errorf("an Apply error does not name the file and line: %v", err)
+	}
+	s = s.Over(Settings{Maintainer: "x", From: map[string]string{"maintainer": "--maintainer"}})
+	if _, err := Apply(s, model.PgLease, model.Packages, model.CNPG); err == nil || !strings.HasPrefix(err.Error(), `--maintainer: maintainer "x"`) {
+		t.Errorf("an Apply error does not name the flag: %v", err)
 	}
 }
 

@@ -91,7 +91,10 @@ func Names(ds []Distro) []string {
 // ParseDistros reads --distro: "all" or a comma list of names; the result
 // keeps the model's order.
 func ParseDistros(s string) ([]Distro, error) {
-	if strings.TrimSpace(s) == "all" || strings.TrimSpace(s) == "" {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--distro '': use all or some of %s", DistroNames())
+	}
+	if strings.TrimSpace(s) == "all" {
 		return slices.Clone(Distros), nil
 	}
 	want := map[string]bool{}
