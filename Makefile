@@ -67,6 +67,11 @@ REGRESS_OPTS = --inputdir=regress --outputdir=$(RESULTS)/regress
 ISOLATION = $(sort $(basename $(notdir $(wildcard isolation/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=isolation --outputdir=$(RESULTS)/isolation
 NO_LOCALE = 1
+# pg_regress makes only the last directory of --outputdir: PGXS's
+# installcheck makes REGRESS_PREP first
+REGRESS_PREP = $(RESULTS)/regress $(RESULTS)/isolation
+$(RESULTS)/regress $(RESULTS)/isolation:
+	@mkdir -p $@
 EXTRA_CLEAN = $(BUILD) dist
 
 PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)

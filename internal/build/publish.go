@@ -28,6 +28,13 @@ func CheckOut(dir string) error {
 			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
 				return fmt.Errorf("--out %s: cannot write in %s: %w", dir, p, err)
 			}
+			// access(2) says yes to root everywhere (/proc too): make and
+			// remove a directory there, as the build will
+			probe, err := os.MkdirTemp(p, ".pglease-gen-probe-")
+			if err != nil {
+				return fmt.Errorf("--out %s: cannot make a directory in %s: %v", dir, p, pathErr(err))
+			}
+			os.Remove(probe)
 			break
 		}
 		if p == filepath.Dir(p) {
@@ -71,6 +78,16 @@ func CheckOut(dir string) error {
 	return nil
 }
 
+// pathErr is err without the path it names (a temporary name of ours
+// means nothing to the user).
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // Publish replaces dir with files: it writes them into a new directory
 // beside dir and swaps it in, so dir is never half-written. It refuses to
 // replace a non-empty directory that it did not write.
@@ -85,7 +102,7 @@ func Publish(dir string, files render.Files) error {
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
 	if err != nil {
-		return err
+		return fmt.Errorf("--out %s: cannot make a directory in %s: %v", dir, parent, pathErr(err))
 	}
 	// the marker lists what was written (its first line says why it is
 	// there), so that the next build can tell a file added by hand

@@ -106,8 +106,19 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("pglease-gen {{ .Version }}\n")
 	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newKeygen(), newStress(), newVersion())
+	for _, c := range root.Commands() {
+		completions(c)
+	}
 	// (cobra adds it when it executes; added here, the tree the docs test
 	// reads has it too)
 	root.InitDefaultCompletionCmd()
 	return root
+}
+
+// plural is "1 file is" or "2 files are": n with the form that fits it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

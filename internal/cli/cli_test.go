@@ -61,9 +61,14 @@ func TestRenderCheckFindsStaleFile(t *testing.T) {
 	if err := os.WriteFile(script, []byte("-- edited by hand\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	control := filepath.Join(dir, model.PgLease.ControlFile())
+	if err := os.Remove(control); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs := run(t, "render", "--out", dir, "--check")
-	if code != ExitFailure || !strings.Contains(errs, "stale: "+model.PgLease.ScriptFile()) {
-		t.Errorf("exit %d, stderr %q; want exit 1 naming the stale script", code, errs)
+	if code != ExitFailure || !strings.Contains(errs, "differs: "+model.PgLease.ScriptFile()) || !strings.Contains(errs, "missing: "+model.PgLease.ControlFile()) ||
+		!strings.Contains(errs, "2 files are not what render writes") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the changed script and the missing control file", code, errs)
 	}
 	if b, _ := os.ReadFile(script); string(b) != "-- edited by hand\n" {
 		t.Error("--check changed the file")

@@ -150,3 +150,22 @@ func TestEmptyValuesAreErrors(t *testing.T) {
 		t.Errorf("test --distro '': exit %d, %q", code, errs)
 	}
 }
+
+// TestFlagCompletion: the shell completion offers the model's values for
+// --pg, --distro, --builder and --arch, after a comma the rest of a list.
+func TestFlagCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "--pg", "14,1"}, "14,15\n14,16\n14,17\n14,18\n14,19\n:6\n"},
+		{[]string{"test", "--distro", "b"}, "bookworm\n:6\n"},
+		{[]string{"build", "--builder", "go,r"}, "go,rpmbuild\n:6\n"},
+		{[]string{"images", "--arch", ""}, "amd64\narm64\n:4\n"},
+	} {
+		code, out, errs := run(t, append([]string{"__complete"}, tc.args...)...)
+		if code != ExitOK || out != tc.want {
+			t.Errorf("complete %q: exit %d, %q (%s); want %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+}

@@ -42,10 +42,14 @@ func (c *renderCmd) run(cmd *cobra.Command) error {
 			return err
 		}
 		if len(stale) > 0 {
-			for _, n := range stale {
-				fmt.Fprintf(cmd.ErrOrStderr(), "stale: %s\n", n)
+			for _, s := range stale {
+				word := "differs"
+				if s.Missing {
+					word = "missing"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", word, s.Name)
 			}
-			return &exitError{ExitFailure, fmt.Errorf("%d file(s) in %s are not what render writes: run pglease-gen render --out %s", len(stale), c.out, c.out)}
+			return &exitError{ExitFailure, fmt.Errorf("%s not what render writes in %s: run pglease-gen render --out %s", plural(len(stale), "file is", "files are"), c.out, c.out)}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date\n", c.out)
 		return nil

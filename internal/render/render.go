@@ -313,21 +313,27 @@ func Write(dir string, files Files) error {
 	return nil
 }
 
-// Diff compares files with what dir holds and returns the names of those
-// that are missing or differ, sorted.
-func Diff(dir string, files Files) ([]string, error) {
-	var stale []string
+// Stale is a file that dir lacks or holds with other bytes.
+type Stale struct {
+	Name    string
+	Missing bool
+}
+
+// Diff compares files with what dir holds and returns those that are
+// missing or differ, sorted by name.
+func Diff(dir string, files Files) ([]Stale, error) {
+	var stale []Stale
 	for _, name := range files.Names() {
 		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if errors.Is(err, fs.ErrNotExist) {
-			stale = append(stale, name)
+			stale = append(stale, Stale{Name: name, Missing: true})
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("diff: %w", err)
 		}
 		if !bytes.Equal(got, files[name]) {
-			stale = append(stale, name)
+			stale = append(stale, Stale{Name: name})
 		}
 	}
 	return stale, nil

@@ -157,7 +157,11 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 					}
 				}
 			}
-			step("repository %s: %d packages", RepoDir(pkg, arch), len(infos))
+			noun := "packages"
+			if len(infos) == 1 {
+				noun = "package"
+			}
+			step("repository %s: %d %s", RepoDir(pkg, arch), len(infos), noun)
 		}
 	}
 	return files, arts, nil
