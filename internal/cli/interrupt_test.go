@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // TestInterruptedRunIsNoPass interrupts a real `pglease-gen test` (SIGINT,
 // as Ctrl-C or a CI step's timeout sends) once the regress suite has
-// started: it must exit non-zero saying "interrupted", and its JUnit must
+// run and the isolation suite has started: it must exit non-zero saying "interrupted", and its JUnit must
 // hold every planned check, those that did not finish as errors, so that
 // no reader of the report sees a smaller green run.
 func TestInterruptedRunIsNoPass(t *testing.T) {
@@ -53,7 +53,7 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
-		if !signalled && strings.Contains(sc.Text(), "pg15: regress") {
+		if !signalled && strings.Contains(sc.Text(), "pg15: isolation") {
 			signalled = true
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
@@ -63,7 +63,7 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	_, _ = io.Copy(io.Discard, stdout)
 	err = cmd.Wait()
 	if !signalled {
-		t.Fatalf("the run ended before its regress suite started, so nothing was interrupted:\n%s\n%s", out.String(), errb.String())
+		t.Fatalf("the run ended before its isolation suite started, so nothing was interrupted:\n%s\n%s", out.String(), errb.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure {
@@ -118,7 +118,7 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	if doc.Tests < len(planned) {
 		t.Errorf("JUnit counts %d tests, fewer than the %d planned", doc.Tests, len(planned))
 	}
-	t.Logf("interrupted after the regress suite started: %d tests in the JUnit, %d errors (%d planned checks); %s",
+	t.Logf("interrupted once the isolation suite started: %d tests in the JUnit, %d errors (%d planned checks); %s",
 		doc.Tests, doc.Errors, len(planned), strings.TrimSpace(errb.String()))
 }
 

@@ -168,10 +168,11 @@ func Run(ctx context.Context, t Target, o Options) (out Outcome, err error) {
 			Suffix:             p.CaseSuffix(),
 			Starting:           func(k suite.Kind) { stage(fmt.Sprintf("%s%s (%d tests)", what, k, len(p.Tests[k]))) },
 		})
+		// what finished before an error counts: the report marks the rest
+		out.Result.Add(res)
 		if err != nil {
 			return out, err
 		}
-		out.Result.Add(res)
 		if o.Results != "" {
 			stage("copying results")
 			for _, k := range suite.Kinds {
