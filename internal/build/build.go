@@ -99,16 +99,16 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		files[n] = b
 	}
 	arts = append(arts, debArts...)
-	// PGXN's release zip: the tarball's tree, its META.json checked
-	// against PGXN's meta spec first
-	_, sources, err := dist.SourcesOf(dist.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Suffix: o.Suffix})
+	// PGXN's release zip: upstream's tree (the tarball's), its META.json
+	// checked against PGXN's meta spec first
+	sources, err := dist.Upstream(o.Ext, o.Src)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := dist.CheckMETA(sources["META.json"], sources); err != nil {
 		return nil, nil, err
 	}
-	if files[o.Ext.PGXNZip()], err = dist.Zip(sources, o.Ext.SourceDir(), o.Time); err != nil {
+	if files[o.Ext.PGXNZip()], err = dist.Zip(sources, o.Ext.SourceDir(), dist.UpstreamTime(o.Ext)); err != nil {
 		return nil, nil, err
 	}
 	arts = append(arts, dist.Artifact{Path: o.Ext.PGXNZip(), Kind: "pgxn-zip"})

@@ -237,6 +237,9 @@ func TestBuildWritesPackages(t *testing.T) {
 		} else {
 			want["deb"] += n
 			want["apt-release"]++
+			want["dsc"]++
+			want["debian-tarball"]++
+			want["orig-tarball"] = 1 // one file in every release's source package
 		}
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {

@@ -1,6 +1,7 @@
 package deb
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -27,25 +28,20 @@ const (
 // Options configure Build; Builder is one of the builders above.
 type Options = dist.Options
 
-// Build makes the deb of every major and the apt repository tree, in
-// memory.
+// Build makes, for every distribution, the source package (upstream's
+// tarball, that release's debian.tar.xz and .dsc), the deb of every major
+// and the apt repository tree, in memory.
 func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error) {
 	step := o.Step
 	if step == nil {
 		step = func(string, ...any) {}
 	}
-	_, sources, err := dist.SourcesOf(o)
-	if err != nil {
-		return nil, nil, err
-	}
 	if o.Builder != Dpkg && o.Builder != PureGo && o.Builder != "" {
 		return nil, nil, fmt.Errorf("unknown deb builder %q: use %s or %s", o.Builder, PureGo, Dpkg)
 	}
-	var tarball []byte
-	if o.Builder == Dpkg {
-		if tarball, err = dist.Tarball(sources, o.Ext.SourceDir(), o.Time); err != nil {
-			return nil, nil, err
-		}
+	orig, err := dist.UpstreamTarball(o.Ext, o.Src)
+	if err != nil {
+		return nil, nil, err
 	}
 	files := render.Files{}
 	var arts []dist.Artifact
@@ -63,9 +59,17 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			return nil, nil, err
 		}
 		majors := dis.MajorsOf(o.Majors)
+		debian, err := dist.Debian(dd, o.Src, majors)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, err := MakeSource(o.Ext.DebSource(), o.Ext.Version(), orig, debian, o.Time, o.Sign)
+		if err != nil {
+			return nil, nil, err
+		}
 		var native map[int][]byte
 		if o.Builder == Dpkg {
-			if native, err = RunDpkg(ctx, o.Ext, tarball, majors, o.Time, dis.Name); err != nil {
+			if native, err = RunDpkg(ctx, o.Ext, src, majors, o.Time); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -86,40 +90,55 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			majorOf[p.FileName()] = major
 			step("%s, PostgreSQL %d: %s (%s)", dis.Title(), major, p.FileName(), cmp.Or(o.Builder, PureGo))
 		}
-		suite, err := Repo(pkg, o.Ext.DebSource(), debs, o.Time)
+		suite, err := Repo(pkg, o.Ext.DebSource(), debs, []Source{src}, o.Time)
 		if err == nil && o.Sign != nil {
 			err = SignRepo(suite, o.Sign)
 		}
 		if err != nil {
 			return nil, nil, err
 		}
+		step("%s: source package %s", dis.Title(), src.DscName())
 		for _, name := range suite.Names() {
+			if b, ok := files[name]; ok && !bytes.Equal(b, suite[name]) {
+				return nil, nil, fmt.Errorf("%s differs between two releases' suites", name)
+			}
 			files[name] = suite[name]
-			switch {
+			kind := ""
+			switch base := path.Base(name); {
 			case strings.HasSuffix(name, ".deb"):
-				arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[path.Base(name)], Distro: dis.Name})
+				arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[base], Distro: dis.Name})
+			case base == src.DscName():
+				kind = "dsc"
+			case base == OrigName(o.Ext.DebSource(), o.Ext.Version()) && len(names) == 0:
+				kind = "orig-tarball" // one file, in every release's source package
+			case strings.HasSuffix(name, ".debian.tar.xz"):
+				kind = "debian-tarball"
 			case strings.HasSuffix(name, "/Release"), strings.HasSuffix(name, "/InRelease"):
-				arts = append(arts, dist.Artifact{Path: name, Kind: "apt-release", Distro: dis.Name})
+				kind = "apt-release"
 			case strings.HasSuffix(name, "/Release.gpg"):
-				arts = append(arts, dist.Artifact{Path: name, Kind: "signature", Distro: dis.Name})
+				kind = "signature"
+			}
+			if kind == "orig-tarball" {
+				arts = append(arts, dist.Artifact{Path: name, Kind: kind})
+			} else if kind != "" {
+				arts = append(arts, dist.Artifact{Path: name, Kind: kind, Distro: dis.Name})
 			}
 		}
 		names = append(names, dis.Name)
 	}
 	if len(names) > 0 {
-		step("apt repository %s: suites %s for %s", RepoDir, strings.Join(names, ", "), strings.Join(o.Pkg.DebArches, ", "))
+		step("apt repository %s: suites %s for %s and source", RepoDir, strings.Join(names, ", "), strings.Join(o.Pkg.DebArches, ", "))
 	}
 	return files, arts, nil
 }
 
-// RunDpkg builds the debs of the majors from the source tarball as a
-// Debian host would: pg_buildext updatecontrol for those majors, then
+// RunDpkg builds the debs of the majors from the source package as a
+// Debian host would: dpkg-source -x of its .dsc (which checks the files
+// against it), pg_buildext updatecontrol for those majors, then
 // dpkg-buildpackage -b -us -uc (tests skipped: the suites run in the
-// install proofs). Every major needs its postgresql-server-dev-N. For a
-// codename other than the changelog's, the tree's own `debian/rules
-// set-codename CODENAME=...` runs first, as a packager would run it.
-func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []int, built time.Time, codename string) (map[int][]byte, error) {
-	for _, tool := range []string{"dpkg-buildpackage", "pg_buildext", "dh"} {
+// install proofs). Every major needs its postgresql-server-dev-N.
+func RunDpkg(ctx context.Context, ext model.Extension, src Source, majors []int, built time.Time) (map[int][]byte, error) {
+	for _, tool := range []string{"dpkg-buildpackage", "dpkg-source", "pg_buildext", "dh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("%s is not installed: apt-get install dpkg-dev debhelper postgresql-server-dev-all, or use --builder go", tool)
 		}
@@ -140,21 +159,21 @@ func RunDpkg(ctx context.Context, ext model.Extension, tarball []byte, majors []
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	tgz := filepath.Join(top, ext.Tarball())
-	if err := os.WriteFile(tgz, tarball, 0o644); err != nil {
-		return nil, err
+	for name, b := range src.Files {
+		if err := os.WriteFile(filepath.Join(top, name), b, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	env := append(os.Environ(), "SOURCE_DATE_EPOCH="+strconv.FormatInt(built.Unix(), 10), "TZ=UTC", "LC_ALL=C",
 		"PG_SUPPORTED_VERSIONS="+strings.Join(versions, " "), "DEB_BUILD_OPTIONS=nocheck", "DEB_BUILD_PROFILES=nocheck")
-	src := filepath.Join(top, ext.SourceDir())
+	tree := filepath.Join(top, ext.SourceDir())
 	for _, step := range []struct {
 		dir  string
 		argv []string
 	}{
-		{top, []string{"tar", "-xzf", tgz}},
-		{src, []string{"debian/rules", "set-codename", "CODENAME=" + codename}},
-		{src, []string{"pg_buildext", "updatecontrol"}},
-		{src, []string{"dpkg-buildpackage", "-b", "-us", "-uc"}},
+		{top, []string{"dpkg-source", "-x", src.DscName(), tree}},
+		{tree, []string{"pg_buildext", "updatecontrol"}},
+		{tree, []string{"dpkg-buildpackage", "-b", "-us", "-uc"}},
 	} {
 		cmd := exec.CommandContext(ctx, step.argv[0], step.argv[1:]...)
 		cmd.Dir, cmd.Env = step.dir, env

@@ -27,13 +27,20 @@ func PoolPath(source string) string {
 	return path.Join("pool", Component, source[:1], source)
 }
 
-// Repo writes the apt repository of the debs (file name -> bytes): the
-// pool, a Packages and Packages.gz per architecture (each deb is
-// Architecture: all, so it is in every one), and the suite's Release with
-// the size and SHA-256 of every index. Each Packages stanza is the deb's
-// own control file plus where the deb is and its checksums.
-func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.Time) (render.Files, error) {
+// Repo writes the apt repository of the debs (file name -> bytes) and of
+// the source packages srcs: the pool, a Packages and Packages.gz per
+// architecture (each deb is Architecture: all, so it is in every one), a
+// Sources and Sources.gz, and the suite's Release with the size and
+// SHA-256 of every index. Each Packages stanza is the deb's own control
+// file plus where the deb is and its checksums; each Sources stanza the
+// .dsc's fields with the pool directory.
+func Repo(pkg model.Packaging, source string, debs map[string][]byte, srcs []Source, when time.Time) (render.Files, error) {
 	files := render.Files{}
+	for _, s := range srcs {
+		for n, b := range s.Files {
+			files[path.Join(RepoDir, PoolPath(source), n)] = b
+		}
+	}
 	names := make([]string, 0, len(debs))
 	for n := range debs {
 		names = append(names, n)
@@ -73,6 +80,13 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, when time.
 			index = append(index, path.Join(dir, name))
 		}
 	}
+	if len(srcs) > 0 {
+		names, err := sourcesIndex(files, dist, srcs, PoolPath(source))
+		if err != nil {
+			return nil, err
+		}
+		index = append(index, names...)
+	}
 	slices.Sort(index)
 	var rel strings.Builder
 	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for %s %s\nSHA256:\n",
@@ -110,7 +124,7 @@ func SignRepo(files render.Files, s *sign.Signer) error {
 // Signed-By, so the one file is all a host needs.
 func Sources(pkg model.Packaging, source, uri string, key []byte) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s packages for %s %s (%s)\nTypes: deb\nURIs: %s\nSuites: %s\nComponents: %s\n",
+	fmt.Fprintf(&b, "# %s packages for %s %s (%s), and their sources (apt-get source)\nTypes: deb deb-src\nURIs: %s\nSuites: %s\nComponents: %s\n",
 		source, pkg.DebOS, pkg.DebRelease, pkg.DebCodename, uri, pkg.DebCodename, Component)
 	if len(key) == 0 {
 		b.WriteString("Trusted: yes\n")

@@ -1,7 +1,9 @@
-// Package dist makes the source distribution: the tree a spec's Source0 and
-// PGXN expect (control file, every install and update script, a PGXS
-// Makefile, META.json, the debian/ directory dpkg-buildpackage reads,
-// README, LICENSE and both test suites) and its reproducible tar.gz.
+// Package dist makes the source distributions: upstream's tree (control
+// file, every install and update script, a PGXS Makefile, META.json,
+// README, LICENSE and both test suites), the same for every packager, as
+// the tarball a spec's Source0, Debian's orig and PGXN take; and the
+// debian/ directory of a packaging, which the Debian source package
+// carries beside it.
 package dist
 
 import (
@@ -134,7 +136,7 @@ func (o Options) DistrosOf(f string) []model.Distro {
 // describe it.
 type Artifact struct {
 	Path   string `json:"path"` // relative to the output directory
-	Kind   string `json:"kind"` // tarball, pgxn-zip, oci-layout, docker-archive, spec, srpm, rpm, repodata, deb, apt-release, signature, public-key, repo-file, checksums
+	Kind   string `json:"kind"` // tarball, pgxn-zip, oci-layout, docker-archive, spec, srpm, rpm, repodata, deb, dsc, orig-tarball, debian-tarball, apt-release, signature, public-key, repo-file, checksums
 	Major  int    `json:"major,omitempty"`
 	Arch   string `json:"arch,omitempty"`   // repository architecture of an rpm
 	Distro string `json:"distro,omitempty"` // el9, bookworm: the distribution of a package or repository file
@@ -250,13 +252,73 @@ func eachEntry(files render.Files, top string, dir func(d string) error, file fu
 	return nil
 }
 
-// SourcesOf are the data and the source tree of o's default packaging,
-// what the tarball and the zip hold.
-func SourcesOf(o Options) (Data, render.Files, error) {
-	d, err := NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
+// Upstream is the upstream source tree, what the tarball and the PGXN zip
+// hold: the extension, its Makefile and META.json, README, LICENSE and
+// both suites, rendered from the project's own facts (model.Packages:
+// its maintainer and URLs), never a packager's, and without debian/,
+// which is packaging (the Debian source package's debian.tar). So every
+// packager publishes the same bytes for a version: Debian's archive
+// refuses a second orig tarball of one version, and an RPM's Source0
+// checksum must match upstream's.
+func Upstream(ext model.Extension, src fs.FS) (render.Files, error) {
+	d, err := NewData(ext, model.Packages, src, model.Packages.Suffixes[0])
 	if err != nil {
-		return d, nil, err
+		return nil, err
 	}
-	files, err := Sources(d, o.Src)
-	return d, files, err
+	files, err := Sources(d, src)
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if strings.HasPrefix(name, "debian/") {
+			delete(files, name)
+		}
+	}
+	return files, nil
+}
+
+// UpstreamTime is when ext's version was released upstream: the date of
+// the project's first changelog entry of that version. Every member of the
+// tarball and the zip has it, whatever SOURCE_DATE_EPOCH a packager's
+// build uses.
+func UpstreamTime(ext model.Extension) time.Time {
+	var t time.Time
+	for _, c := range model.Packages.Changelog {
+		if c.Version == ext.Version() {
+			t = c.Time() // newest first: the last match is the first release
+		}
+	}
+	if t.IsZero() {
+		return model.Packages.Released()
+	}
+	return t
+}
+
+// UpstreamTarball is the upstream source tarball of ext's version.
+func UpstreamTarball(ext model.Extension, src fs.FS) ([]byte, error) {
+	files, err := Upstream(ext, src)
+	if err != nil {
+		return nil, err
+	}
+	return Tarball(files, ext.SourceDir(), UpstreamTime(ext))
+}
+
+// Debian is the debian/ directory of packaging d, by path below the
+// source tree's top (debian/...), its control file listing the binary
+// packages of majors: what the Debian source package's debian.tar holds.
+func Debian(d Data, src fs.FS, majors []int) (render.Files, error) {
+	files, err := Sources(d, src)
+	if err != nil {
+		return nil, err
+	}
+	out := render.Files{}
+	for name, b := range files {
+		if strings.HasPrefix(name, "debian/") {
+			out[name] = b
+		}
+	}
+	if out["debian/control"], err = GenControl(out["debian/control.in"], majors); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -59,11 +59,16 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	if len(o.Majors) == 0 {
 		return nil, nil, errors.New("no PostgreSQL majors to build for")
 	}
-	d, sources, err := dist.SourcesOf(o)
+	// Source0 is upstream's tarball, the same bytes whoever builds
+	sources, err := dist.Upstream(o.Ext, o.Src)
 	if err != nil {
 		return nil, nil, err
 	}
-	tarball, err := dist.Tarball(sources, o.Ext.SourceDir(), o.Time)
+	tarball, err := dist.Tarball(sources, o.Ext.SourceDir(), dist.UpstreamTime(o.Ext))
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
 	if err != nil {
 		return nil, nil, err
 	}
