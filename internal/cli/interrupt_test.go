@@ -1,13 +1,19 @@
 package cli
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,5 +173,80 @@ func TestFlagCompletion(t *testing.T) {
 		if code != ExitOK || out != tc.want {
 			t.Errorf("complete %q: exit %d, %q (%s); want %q", tc.args, code, out, errs, tc.want)
 		}
+	}
+}
+
+// TestUpstreamIsTheSameForEveryPackager builds with the defaults, then with
+// every packager setting changed and another SOURCE_DATE_EPOCH: the source
+// tarball (Source0), Debian's orig tarball and the PGXN zip are the same
+// bytes and carry no debian/. Before they were upstream's alone,
+// META.json, five debian/ files and every member's date changed with the
+// packager.
+func TestUpstreamIsTheSameForEveryPackager(t *testing.T) {
+	acme := filepath.Join(t.TempDir(), "acme.yaml")
+	if err := os.WriteFile(acme, []byte("vendor: ACME\nmaintainer: ACME packaging <packages@acme.example>\nrelease: 2\nrelease_date: 2026-12-02\n"+
+		"release_note: Rebuilt for ACME\nhomepage: https://acme.example/pg_lease\nsource_url: https://downloads.acme.example/pg_lease\n"+
+		"repo_url: https://packages.acme.example/pg_lease\nimage_repository: registry.acme.example/pg_lease\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig := "apt/pool/main/p/" + model.PgLease.DebSource() + "/" + model.PgLease.DebSource() + "_" + model.PgLease.Version() + ".orig.tar.gz"
+	upstream := []string{model.PgLease.Tarball(), model.PgLease.PGXNZip(), orig}
+	sums := map[string][2]string{}
+	for i, args := range [][]string{nil, {"--config", acme, "--allow-unsigned"}} {
+		if i == 1 {
+			t.Setenv("SOURCE_DATE_EPOCH", "1796256000") // 2026-12-03
+		}
+		out := filepath.Join(t.TempDir(), "dist")
+		code, _, errs := run(t, append([]string{"build", "--out", out, "--pg", "17", "--distro", "el9,bookworm"}, args...)...)
+		if code != ExitOK {
+			t.Fatalf("build %q: exit %d\n%s", args, code, errs)
+		}
+		for _, name := range upstream {
+			b, err := os.ReadFile(filepath.Join(out, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			s := sums[name]
+			s[i] = hex.EncodeToString(sum[:])
+			sums[name] = s
+		}
+		if i == 0 {
+			b, _ := os.ReadFile(filepath.Join(out, model.PgLease.Tarball()))
+			members := tarMembers(t, b)
+			if slices.ContainsFunc(members, func(m string) bool { return strings.Contains(m, "/debian/") }) {
+				t.Errorf("the upstream tarball carries debian/: %v", members)
+			}
+		}
+	}
+	for name, s := range sums {
+		if s[0] != s[1] {
+			t.Errorf("%s differs with the packager's settings: %s, %s", name, s[0], s[1])
+		} else {
+			t.Logf("%s: sha256 %s for both builds", name, s[0])
+		}
+	}
+	if sums[model.PgLease.Tarball()] != sums[orig] {
+		t.Errorf("Debian's orig is not the upstream tarball")
+	}
+}
+
+func tarMembers(t *testing.T, tgz []byte) []string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
 	}
 }

@@ -1,6 +1,7 @@
 package deb_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,20 +18,25 @@ import (
 	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sign"
 	"github.com/pglease/pglease-gen/internal/suite"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
-// TestSourcePackage uses the tarball's debian/ as a Debian packager does,
-// with nothing set from outside: a plain `dpkg-buildpackage -b -us -uc`
-// on this host (PostgreSQL 15, the majors Debian 12 supports) builds the
-// package and runs both suites at build time (pg_buildext installcheck in
-// pg_virtualenv); then Debian's autopkgtest tests the built tree's deb in
-// the local image of Debian 12 (autopkgtest-virt-docker, network none).
-// The same tree with one expected output changed must fail the build: the
-// suites really run in it (TestAutopkgtest shows the same for autopkgtest).
+// TestSourcePackage uses the source package as a Debian packager does,
+// with nothing set from outside: `apt-get source pg-lease` from the signed
+// repository the build serves (deb-src, its Sources index), then a plain
+// `dpkg-buildpackage -b -us -uc` on this host (PostgreSQL 15, the majors
+// Debian 12 supports) builds the package and runs both suites at build
+// time (pg_buildext installcheck in pg_virtualenv); `debian/rules clean`
+// leaves the tree as it was unpacked; then Debian's autopkgtest tests the
+// built tree's deb in the local image of Debian 12
+// (autopkgtest-virt-docker, network none). The same tree with one expected
+// output changed must fail the build: the suites really run in it
+// (TestAutopkgtest shows the same for autopkgtest).
 func TestSourcePackage(t *testing.T) {
-	testenv.Tools(t, "dpkg-buildpackage", "pg_buildext", "pg_virtualenv", "autopkgtest", "docker")
+	testenv.Tools(t, "dpkg-buildpackage", "dpkg-source", "pg_buildext", "pg_virtualenv", "autopkgtest", "apt-get", "docker")
 	testenv.Docker(t)
 	tests, err := suite.AllTests(pglease.Files)
 	if err != nil {
@@ -50,9 +56,16 @@ func TestSourcePackage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tree := unpackSource(t, dir)
+			var tree string
 			if broken {
+				tree = unpackSource(t, dir)
 				breakExpected(t, tree)
+			} else {
+				tree = aptGetSource(t, dir)
+			}
+			pristine := filepath.Join(dir, "pristine")
+			if out, err := exec.Command("cp", "-a", tree, pristine).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v\n%s", err, out)
 			}
 			build := exec.Command("dpkg-buildpackage", "-b", "-us", "-uc")
 			build.Dir = tree
@@ -74,9 +87,28 @@ func TestSourcePackage(t *testing.T) {
 					}
 				}
 			}
-			debs, _ := filepath.Glob(filepath.Join(dir, model.PgLease.DebPackage(15)+"_*_all.deb"))
+			debs, _ := filepath.Glob(filepath.Join(filepath.Dir(tree), model.PgLease.DebPackage(15)+"_*_all.deb"))
 			if len(debs) != 1 {
 				t.Fatalf("dpkg-buildpackage wrote %v", debs)
+			}
+			// clean restores the tree dpkg-source unpacked
+			clean := exec.Command("debian/rules", "clean")
+			clean.Dir, clean.Env = tree, cleanEnv()
+			if out, err := clean.CombinedOutput(); err != nil {
+				t.Fatalf("debian/rules clean: %v\n%s", err, out)
+			}
+			if out, err := exec.Command("diff", "-r", pristine, tree).CombinedOutput(); err != nil {
+				t.Fatalf("debian/rules clean left the tree changed:\n%s", out)
+			}
+			// autopkgtest's @ is every binary package of debian/control:
+			// the one this host built, as a packager testing it says
+			update := exec.Command("pg_buildext", "updatecontrol")
+			update.Dir, update.Env = tree, append(cleanEnv(), "PG_SUPPORTED_VERSIONS=15")
+			if out, err := update.CombinedOutput(); err != nil {
+				t.Fatalf("pg_buildext updatecontrol: %v\n%s", err, out)
+			}
+			if err := os.WriteFile(filepath.Join(tree, "debian", "files"), nil, 0o644); err != nil {
+				t.Fatal(err)
 			}
 			code, log := autopkgtest(t, dir, tree, debs[0], image)
 			switch {
@@ -292,30 +324,97 @@ func ourDebs(t *testing.T, majors ...int) map[int]aDeb {
 	return debs
 }
 
-// unpackSource writes the source tarball into dir and unpacks it there,
-// returning the tree.
+// sourcePackage is the source package pglease-gen's build makes for
+// Debian 12 (the default packaging), signed with signer when given.
+func sourcePackage(t *testing.T, signer *sign.Signer) deb.Source {
+	t.Helper()
+	bookworm, _ := model.DistroNamed("bookworm")
+	d, err := dist.NewData(model.PgLease, model.Packages.For(bookworm), pglease.Files, model.Packages.Suffixes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	debian, err := dist.Debian(d, pglease.Files, bookworm.MajorsOf(model.PgLease.Majors))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := dist.UpstreamTarball(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := deb.MakeSource(model.PgLease.DebSource(), model.PgLease.Version(), orig, debian, model.Packages.Released(), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// aptGetSource serves the signed repository pglease-gen builds for Debian
+// 12 from dir (file://), and runs `apt-get update` and `apt-get source
+// pg-lease` against it alone (apt's lists, cache and sources in dir): apt
+// checks InRelease with the key the .sources file embeds, the Sources
+// index, then the files against it, and dpkg-source -x unpacks them. It
+// returns the tree.
+func aptGetSource(t *testing.T, dir string) string {
+	t.Helper()
+	signer := testenv.Signer(t, 0)
+	bookworm, _ := model.DistroNamed("bookworm")
+	files, _, err := deb.Build(context.Background(), deb.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+		Majors: model.PgLease.Majors, Distros: []model.Distro{bookworm}, Suffix: model.Packages.Suffixes[0], Builder: deb.PureGo,
+		Time: model.Packages.Released(), Sign: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	if err := render.Write(repo, files); err != nil {
+		t.Fatal(err)
+	}
+	apt := filepath.Join(dir, "apt")
+	for _, d := range []string{"sources.list.d", "lists/partial", "cache/archives/partial", "src"} {
+		if err := os.MkdirAll(filepath.Join(apt, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources := deb.Sources(model.Packages.For(bookworm), model.PgLease.DebSource(), "file://"+filepath.Join(repo, deb.RepoDir), signer.PublicKey())
+	if err := os.WriteFile(filepath.Join(apt, "sources.list.d", model.PgLease.SourcesFile()), sources, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := []string{"-q", "-o", "Dir::Etc::SourceList=/dev/null", "-o", "Dir::Etc::SourceParts=" + filepath.Join(apt, "sources.list.d"),
+		"-o", "Dir::State::Lists=" + filepath.Join(apt, "lists"), "-o", "Dir::Cache=" + filepath.Join(apt, "cache"),
+		"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "APT::Sandbox::User=root"}
+	for _, args := range [][]string{{"update"}, {"source", model.PgLease.DebSource()}} {
+		cmd := exec.Command("apt-get", append(opts, args...)...)
+		cmd.Dir, cmd.Env = filepath.Join(apt, "src"), cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "W: ") && args[0] == "update" {
+			t.Fatalf("apt-get %s: %v\n%s", args[0], err, out)
+		}
+		t.Logf("apt-get %s:\n%s", args[0], strings.TrimSpace(string(out)))
+	}
+	tree := filepath.Join(apt, "src", model.PgLease.DebSource()+"-"+model.PgLease.Version())
+	if _, err := os.Stat(filepath.Join(tree, "debian", "control")); err != nil {
+		t.Fatalf("apt-get source unpacked no tree at %s: %v", tree, err)
+	}
+	return tree
+}
+
+// unpackSource writes the source package (.dsc, orig and debian tarballs)
+// into dir and unpacks it there with dpkg-source -x, as a Debian packager
+// does, returning the tree.
 func unpackSource(t *testing.T, dir string) string {
 	t.Helper()
-	d, err := dist.NewData(model.PgLease, model.Packages, pglease.Files, "PGSTY")
-	if err != nil {
-		t.Fatal(err)
+	src := sourcePackage(t, nil)
+	for name, b := range src.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	sources, err := dist.Sources(d, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
+	tree := filepath.Join(dir, model.PgLease.SourceDir())
+	cmd := exec.Command("dpkg-source", "-x", src.DscName(), tree)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-source -x %s: %v\n%s", src.DscName(), err, out)
 	}
-	tgz, err := dist.Tarball(sources, model.PgLease.SourceDir(), model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, model.PgLease.Tarball())
-	if err := os.WriteFile(file, tgz, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("tar", "-xzf", file, "-C", dir).CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, model.PgLease.SourceDir())
+	return tree
 }
 
 // breakExpected changes one line of the first regress test's expected
@@ -373,4 +472,82 @@ func tailOf(s string) string {
 		return "...\n" + s[len(s)-6000:]
 	}
 	return s
+}
+
+// TestSourceMatchesDpkgSource builds the same source package with Debian's
+// own tool: upstream's tarball as the orig, our debian/ unpacked into its
+// tree, `dpkg-source -b` (SOURCE_DATE_EPOCH the build's). Its .dsc has
+// our fields, line for line, and the same orig checksums; its
+// debian.tar.xz holds our tar byte for byte (the xz streams differ:
+// liblzma's against Go's). lintian on our .dsc reports no warning or
+// error.
+func TestSourceMatchesDpkgSource(t *testing.T) {
+	testenv.Tools(t, "dpkg-source", "lintian", "xz")
+	src := sourcePackage(t, nil)
+	dir := t.TempDir()
+	for name, b := range src.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	native := filepath.Join(dir, "native")
+	tree := filepath.Join(native, model.PgLease.SourceDir())
+	origName := deb.OrigName(model.PgLease.DebSource(), model.PgLease.Version())
+	debTar := src.Name + "_" + src.Version + ".debian.tar.xz"
+	steps := [][]string{
+		{"mkdir", "-p", tree},
+		{"cp", filepath.Join(dir, origName), native},
+		{"tar", "-xzf", filepath.Join(dir, origName), "-C", native},
+		{"tar", "-xJf", filepath.Join(dir, debTar), "-C", tree},
+	}
+	for _, argv := range steps {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	cmd := exec.Command("dpkg-source", "-b", ".")
+	cmd.Dir, cmd.Env = tree, append(cleanEnv(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", model.Packages.Released().Unix()))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-source -b: %v\n%s", err, out)
+	}
+	theirs, err := os.ReadFile(filepath.Join(native, src.DscName()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := func(dsc string) (head string, orig []string) {
+		head, _, _ = strings.Cut(dsc, "Checksums-Sha1:")
+		for _, l := range strings.Split(dsc, "\n") {
+			if strings.HasSuffix(l, " "+origName) {
+				orig = append(orig, l)
+			}
+		}
+		return head, orig
+	}
+	oh, oo := fields(string(src.Dsc))
+	th, to := fields(string(theirs))
+	if oh != th {
+		t.Errorf(".dsc fields differ from dpkg-source's:\nours:\n%s\ndpkg-source:\n%s", oh, th)
+	}
+	if fmt.Sprint(oo) != fmt.Sprint(to) || len(oo) != 3 {
+		t.Errorf("orig checksums: ours %q, dpkg-source's %q", oo, to)
+	}
+	unxz := func(f string) []byte {
+		out, err := exec.Command("xz", "-dc", f).Output()
+		if err != nil {
+			t.Fatalf("xz -dc %s: %v", f, err)
+		}
+		return out
+	}
+	if a, b := unxz(filepath.Join(dir, debTar)), unxz(filepath.Join(native, debTar)); !bytes.Equal(a, b) {
+		t.Errorf("the debian tarballs' tars differ: ours %d bytes, dpkg-source's %d", len(a), len(b))
+	}
+	out, err := exec.Command("lintian", "--tag-display-limit", "0", filepath.Join(dir, src.DscName())).CombinedOutput()
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "W: ") || strings.HasPrefix(l, "E: ") {
+			t.Errorf("lintian: %s", l)
+		}
+	}
+	if err != nil {
+		t.Errorf("lintian %s: %v\n%s", src.DscName(), err, out)
+	}
 }
