@@ -29,6 +29,8 @@ type File struct {
 	Body []byte
 	Mode int64  // permission bits; 0 is 0644
 	Link string // target of a symbolic link
+	// MTime is the file's date; zero: the package's BuildTime.
+	MTime time.Time
 }
 
 // Package is what one deb holds and says about itself.
@@ -90,8 +92,15 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 		}
 		readmeName += ".gz"
 	}
+	// dh_installdocs keeps README's date from the source tree (upstream's
+	// tarball), and gzip -n gives it to the .gz; dpkg-deb clamps it to
+	// SOURCE_DATE_EPOCH. What the build writes is dated the build.
+	readmeTime := dist.UpstreamTime(d.Ext)
+	if built.Before(readmeTime) {
+		readmeTime = built
+	}
 	p.Files = append(p.Files,
-		File{Path: doc + "/" + readmeName, Body: readme},
+		File{Path: doc + "/" + readmeName, Body: readme, MTime: readmeTime},
 		File{Path: doc + "/changelog.Debian.gz", Body: changelog},
 		File{Path: doc + "/copyright", Body: sources["debian/copyright"]},
 	)

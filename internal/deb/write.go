@@ -57,13 +57,14 @@ func packTar(mtime time.Time, dirs []string, files []File, useGzip bool) ([]byte
 		dir  bool
 		mode int64
 		link string
+		when time.Time
 	}
 	var es []entry
 	for _, d := range dirs {
 		es = append(es, entry{name: d, dir: true})
 	}
 	for _, f := range files {
-		es = append(es, entry{name: "." + f.Path, body: f.Body, mode: f.Mode, link: f.Link})
+		es = append(es, entry{name: "." + f.Path, body: f.Body, mode: f.Mode, link: f.Link, when: f.MTime})
 	}
 	sortEntries := func(a, b entry) int {
 		switch {
@@ -79,6 +80,9 @@ func packTar(mtime time.Time, dirs []string, files []File, useGzip bool) ([]byte
 	tw := tar.NewWriter(&raw)
 	for _, e := range es {
 		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), ModTime: mtime, Uname: "root", Gname: "root", Typeflag: tar.TypeReg, Format: tar.FormatGNU}
+		if !e.when.IsZero() {
+			h.ModTime = e.when
+		}
 		switch {
 		case e.dir:
 			h.Mode, h.Typeflag = 0o755, tar.TypeDir

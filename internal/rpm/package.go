@@ -58,6 +58,18 @@ type Package struct {
 	Maintainer  string
 	Suffix      string // release suffix, for the changelog
 	BuildTime   time.Time
+	// SourceTime is the date of the source tarball's files: %install
+	// keeps it (install -p), clamped to the build's SOURCE_DATE_EPOCH, so
+	// the payload is dated the earlier of the two.
+	SourceTime time.Time
+}
+
+// payloadTime is when the binary payload's entries are dated.
+func (p Package) payloadTime() time.Time {
+	if !p.SourceTime.IsZero() && p.SourceTime.Before(p.BuildTime) {
+		return p.SourceTime
+	}
+	return p.BuildTime
 }
 
 // NVR is name-version-release.
@@ -86,6 +98,7 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 		Summary: d.Summary, Description: d.Description, License: d.Ext.License, URL: d.Pkg.URL,
 		Requires:  []string{model.ServerPackage(major)},
 		Changelog: d.Pkg.Changelog, Maintainer: d.Pkg.Maintainer, Suffix: d.Suffix, BuildTime: built,
+		SourceTime: dist.UpstreamTime(d.Ext),
 	}
 	for _, f := range d.Files {
 		p.Files = append(p.Files, File{Path: path.Join(ext, f), Mode: 0o644, Body: sources[f]})

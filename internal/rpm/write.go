@@ -160,6 +160,11 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 		}
 	}
 	mtime := int32(p.BuildTime.Unix())
+	when := p.BuildTime // a source RPM's files are the build's
+	if !source {
+		when = p.payloadTime()
+	}
+	fileTime := int32(when.Unix())
 	var payload bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&payload, gzip.BestCompression)
 	if err != nil {
@@ -184,7 +189,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 			dirAt[dir] = int32(len(dirs))
 			dirs = append(dirs, dir)
 		}
-		err := cw.WriteHeader(&cpio.Header{Name: name, Mode: cpio.FileMode(m.mode), Size: int64(len(m.body)), Links: 1, Inode: int64(i + 1), ModTime: p.BuildTime})
+		err := cw.WriteHeader(&cpio.Header{Name: name, Mode: cpio.FileMode(m.mode), Size: int64(len(m.body)), Links: 1, Inode: int64(i + 1), ModTime: when})
 		if err == nil && len(m.body) > 0 {
 			_, err = cw.Write(m.body)
 		}
@@ -201,7 +206,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 		}
 		total += len(m.body)
 		sizes = append(sizes, int32(len(m.body)))
-		mtimes = append(mtimes, mtime)
+		mtimes = append(mtimes, fileTime)
 		flags = append(flags, m.flags)
 		inodes = append(inodes, int32(i+1))
 		devices = append(devices, 1)
