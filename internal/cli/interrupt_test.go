@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/container"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/testenv"
@@ -43,14 +45,15 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	dir := t.TempDir()
 	report := filepath.Join(dir, "junit.xml")
 	cmd := exec.Command(os.Args[0], "test", "--pg", "15", "--image", "pglease/postgres", "--versions", "newest",
-		"--results", filepath.Join(dir, "results"), "--junit", report)
+		"--results", filepath.Join(dir, "results"), "--junit", report, "--json")
 	cmd.Env = append(os.Environ(), "PGLEASE_GEN_AS_CLI=1")
-	stdout, err := cmd.StdoutPipe()
+	// with --json the report and the progress are on stderr, the JSON on stdout
+	stdout, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb strings.Builder
-	cmd.Stderr = &errb
+	var errb, jsonOut strings.Builder
+	cmd.Stdout = &jsonOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure {
 		t.Fatalf("an interrupted run exited with %v, want %d\n%s\n%s", err, ExitFailure, out.String(), errb.String())
 	}
-	if !strings.Contains(errb.String(), "pglease-gen: interrupted: ") || !strings.Contains(out.String(), "did not finish: the run was interrupted") {
+	if !strings.Contains(out.String(), "pglease-gen: interrupted: ") || !strings.Contains(out.String(), "did not finish: the run was interrupted") {
 		t.Errorf("the run does not say it was interrupted:\n%s\n%s", out.String(), errb.String())
 	}
 	b, err := os.ReadFile(report)
@@ -124,8 +127,22 @@ func TestInterruptedRunIsNoPass(t *testing.T) {
 	if doc.Tests < len(planned) {
 		t.Errorf("JUnit counts %d tests, fewer than the %d planned", doc.Tests, len(planned))
 	}
+	var sum container.Summary
+	if err := json.Unmarshal([]byte(jsonOut.String()), &sum); err != nil {
+		t.Fatalf("--json: %v\n%s", err, jsonOut.String())
+	}
+	statuses := map[string]int{}
+	for _, m := range sum.Majors {
+		for _, c := range m.Checks {
+			statuses[c.Status]++
+		}
+	}
+	if !sum.Interrupted || sum.Failed != 1 || sum.Unfinished == 0 || statuses["error"] != sum.Unfinished || sum.Checks != len(planned) ||
+		statuses["error"]+statuses["passed"]+statuses["failed"] != len(planned) {
+		t.Errorf("--json of an interrupted run: %+v, statuses %v; want every planned check, the unfinished as errors", sum, statuses)
+	}
 	t.Logf("interrupted once the isolation suite started: %d tests in the JUnit, %d errors (%d planned checks); %s",
-		doc.Tests, doc.Errors, len(planned), strings.TrimSpace(errb.String()))
+		doc.Tests, doc.Errors, len(planned), sum.Message)
 }
 
 // TestEmptyValuesAreErrors: a flag given with an empty value (or release

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,7 @@ type testCmd struct {
 	image         string
 	jobs          int
 	junit         string
+	json          bool
 	timeout       time.Duration
 	keep          bool
 	versions      string
@@ -84,6 +86,7 @@ func newTest() *cobra.Command {
 	f.StringVar(&c.image, "image", image, "image repository `REPO`, tagged with the major (from $PGLEASE_IMAGE when set)")
 	f.IntVar(&c.jobs, "jobs", runtime.NumCPU(), "majors to run at once")
 	f.StringVar(&c.junit, "junit", "", "write a JUnit XML report to this file")
+	f.BoolVar(&c.json, "json", false, "print the results as JSON on stdout, every planned check with its status (the report and progress go to stderr)")
 	f.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up on a major after this long")
 	f.BoolVar(&c.local, "local", false, "use the local PostgreSQL installation found by pg_config instead of Docker")
 	f.StringVar(&c.pgConfig, "pg-config", "", "with --local: pg_config of the installation to use (default: the one on PATH)")
@@ -102,6 +105,9 @@ func newTest() *cobra.Command {
 	f.StringVar(&c.distro, "distro", "", "with --rpm: the EL release whose tree dnf installs from, with --releasever set to it (default el9);\n"+
 		"with --deb: the release whose suite apt uses (default: the image's own, or for sid the newest Debian release)")
 	cmd.MarkFlagsMutuallyExclusive("local", "rpm")
+	// the local run prints its own report; it writes neither of these
+	cmd.MarkFlagsMutuallyExclusive("local", "junit")
+	cmd.MarkFlagsMutuallyExclusive("local", "json")
 	cmd.MarkFlagsMutuallyExclusive("local", "deb")
 	cmd.MarkFlagsMutuallyExclusive("rpm", "deb")
 	return cmd
@@ -191,6 +197,9 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	}
 	var results []container.MajorResult
 	out := cmd.OutOrStdout()
+	if c.json {
+		out = cmd.ErrOrStderr()
+	}
 	if len(opts.Majors) > 0 {
 		pool, err := docker.Connect()
 		if err != nil {
@@ -214,6 +223,13 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 			return err
 		}
 		fmt.Fprintf(out, "JUnit report: %s\n", c.junit)
+	}
+	if c.json {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(container.Summarize(results)); err != nil {
+			return err
+		}
 	}
 	if msg := container.Interrupted(results); msg != "" {
 		return &exitError{ExitFailure, errors.New(msg)}

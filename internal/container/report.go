@@ -169,3 +169,73 @@ func (r MajorResult) properties() []junit.Property {
 	}
 	return ps
 }
+
+// Summary is a run's results as test --json prints them: every planned
+// check of every major with its status, so that a pipeline reading it
+// sees a check that did not finish as one ("error"), never as absent.
+type Summary struct {
+	Passed      int            `json:"passed"` // majors
+	Failed      int            `json:"failed"`
+	Skipped     int            `json:"skipped"`
+	Checks      int            `json:"checks"`     // planned, in the majors that ran
+	Unfinished  int            `json:"unfinished"` // of those, without a result
+	Interrupted bool           `json:"interrupted"`
+	Message     string         `json:"message,omitempty"` // "interrupted: 16 of 25 checks did not finish"
+	Majors      []SummaryMajor `json:"majors"`
+}
+
+// SummaryMajor is one major's part of a Summary.
+type SummaryMajor struct {
+	Major  int            `json:"major"`
+	Image  string         `json:"image"`
+	Server string         `json:"server,omitempty"`
+	Status string         `json:"status"` // passed, failed, skipped
+	Error  string         `json:"error,omitempty"`
+	Checks []SummaryCheck `json:"checks"`
+}
+
+// SummaryCheck is one check: passed, failed, or error (it did not finish).
+type SummaryCheck struct {
+	Kind    string  `json:"kind"` // regress, isolation, update
+	Name    string  `json:"name"`
+	Status  string  `json:"status"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Summarize is results as a Summary.
+func Summarize(results []MajorResult) Summary {
+	var s Summary
+	s.Unfinished, s.Checks, s.Interrupted = unfinished(results)
+	s.Message = Interrupted(results)
+	for _, r := range results {
+		m := SummaryMajor{Major: r.Major, Image: r.Image, Server: r.Server, Checks: []SummaryCheck{}}
+		switch {
+		case r.Skipped != "":
+			s.Skipped++
+			m.Status, m.Error = "skipped", r.Skipped
+			s.Majors = append(s.Majors, m)
+			continue
+		case r.Passed():
+			s.Passed++
+			m.Status = "passed"
+		default:
+			s.Failed++
+			m.Status = "failed"
+		}
+		if r.Err != nil {
+			m.Error = r.Err.Error()
+		}
+		for _, c := range r.Result.Cases {
+			st := "passed"
+			if !c.Passed {
+				st = "failed"
+			}
+			m.Checks = append(m.Checks, SummaryCheck{Kind: string(c.Kind), Name: c.Name, Status: st, Seconds: c.Duration.Seconds()})
+		}
+		for _, c := range r.Unfinished() {
+			m.Checks = append(m.Checks, SummaryCheck{Kind: string(c.Kind), Name: c.Name, Status: "error"})
+		}
+		s.Majors = append(s.Majors, m)
+	}
+	return s
+}
