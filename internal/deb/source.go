@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ulikunitz/xz"
-
 	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/sign"
@@ -215,50 +213,32 @@ func dscFields(debian render.Files, version string) ([]byte, error) {
 // are of these bytes).
 func DebianTar(debian render.Files, when time.Time) ([]byte, error) {
 	var raw bytes.Buffer
-	dirs := map[string]bool{}
 	mtime := when.UTC().Unix()
-	var mkdir func(d string) error
-	mkdir = func(d string) error {
-		if d == "." || dirs[d] {
-			return nil
-		}
-		if err := mkdir(path.Dir(d)); err != nil {
-			return err
-		}
-		dirs[d] = true
-		return gnuEntry(&raw, d+"/", '5', 0o755, mtime, nil)
-	}
-	for _, name := range debian.Names() {
-		if !strings.HasPrefix(name, "debian/") {
+	inside := render.Files{}
+	for name, b := range debian {
+		rel, ok := strings.CutPrefix(name, "debian/")
+		if !ok {
 			return nil, fmt.Errorf("debian.tar: %s is not in debian/", name)
 		}
-		if err := mkdir(path.Dir(name)); err != nil {
-			return nil, err
-		}
+		inside[rel] = b
+	}
+	err := dist.EachEntry(inside, "debian", func(d string) error {
+		return gnuEntry(&raw, d+"/", '5', 0o755, mtime, nil)
+	}, func(name, full string) error {
 		mode := int64(0o644)
-		if dist.Executables[name] {
+		if dist.Executables[full] {
 			mode = 0o755
 		}
-		if err := gnuEntry(&raw, name, '0', mode, mtime, debian[name]); err != nil {
-			return nil, err
-		}
+		return gnuEntry(&raw, full, '0', mode, mtime, inside[name])
+	})
+	if err != nil {
+		return nil, err
 	}
 	raw.Write(make([]byte, 1024)) // the end: two empty blocks
 	if pad := raw.Len() % 10240; pad != 0 {
 		raw.Write(make([]byte, 10240-pad))
 	}
-	var out bytes.Buffer
-	zw, err := xz.WriterConfig{CheckSum: xz.CRC64}.NewWriter(&out)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return xzip(raw.Bytes())
 }
 
 // gnuEntry writes one GNU tar header (and body) as GNU tar does: octal

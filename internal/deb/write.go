@@ -104,12 +104,17 @@ func packTar(mtime time.Time, dirs []string, files []File, useGzip bool) ([]byte
 	if useGzip {
 		return gz(raw.Bytes())
 	}
+	return xzip(raw.Bytes())
+}
+
+// xzip compresses b as xz with a CRC64 check, as dpkg does.
+func xzip(b []byte) ([]byte, error) {
 	var out bytes.Buffer
 	zw, err := xz.WriterConfig{CheckSum: xz.CRC64}.NewWriter(&out)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
+	if _, err := zw.Write(b); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {

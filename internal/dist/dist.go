@@ -193,7 +193,7 @@ func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: int64(size), ModTime: mtime.UTC().Truncate(time.Second),
 			Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
 	}
-	err = eachEntry(files, top, func(d string) error {
+	err = EachEntry(files, top, func(d string) error {
 		return tw.WriteHeader(hdr(d+"/", tar.TypeDir, 0o755, 0))
 	}, func(name, full string) error {
 		if len(full) > 100 {
@@ -221,10 +221,10 @@ func Tarball(files render.Files, top string, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// eachEntry walks files as an archive lays them out below top/: sorted,
+// EachEntry walks files as an archive lays them out below top/: sorted,
 // each directory (top's too) once before what it holds, then the file
 // (by its name in files and its full name).
-func eachEntry(files render.Files, top string, dir func(d string) error, file func(name, full string) error) error {
+func EachEntry(files render.Files, top string, dir func(d string) error, file func(name, full string) error) error {
 	dirs := map[string]bool{}
 	var mkdir func(string) error
 	mkdir = func(d string) error {

@@ -23,7 +23,7 @@ func Zip(files render.Files, top string, mtime time.Time) ([]byte, error) {
 		return flate.NewWriter(w, flate.BestCompression)
 	})
 	when := mtime.UTC().Truncate(2 * time.Second) // DOS times have 2 s steps
-	err := eachEntry(files, top, func(d string) error {
+	err := EachEntry(files, top, func(d string) error {
 		h := &zip.FileHeader{Name: d + "/", Method: zip.Store, Modified: when}
 		h.SetMode(fs.ModeDir | 0o755)
 		_, err := zw.CreateHeader(h)
