@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pglease/pglease-gen/internal/model"
 )
 
 // Result is one measurement.
@@ -631,6 +633,7 @@ func machine(pg, redis string) []string {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return []string{
 		fmt.Sprintf("%s, %d CPUs, %s RAM, Linux %s", cpu, runtime.NumCPU(), mem, strings.TrimSpace(string(kernel))),
-		fmt.Sprintf("PostgreSQL %s (fsync on, unix socket), Redis %s (unix socket), etcd embedded (loopback), %s, pgx", pg, redis, runtime.Version()),
+		fmt.Sprintf("pg_lease %s (this tree's newest script), PostgreSQL %s (fsync on, unix socket), Redis %s (unix socket), etcd embedded (loopback), %s, pgx",
+			model.PgLease.Version(), pg, redis, runtime.Version()),
 	}
 }
