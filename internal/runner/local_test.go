@@ -62,7 +62,7 @@ func TestRunLocalReportsBrokenExpected(t *testing.T) {
 	// every pass of the newest version runs api against the one expected
 	// file (0.1.0, 0.2.0 and 0.3.0 have expected files of their own)
 	if want := "[regress/api regress/api@0.1.0-0.4.0 regress/api@0.2.0-0.4.0 regress/api@0.3.0-0.4.0]"; fmt.Sprint(failed) != want {
-		t.Errorf("failed tests = %v; want %s", failed, want)
+		t.Errorf("failed tests = %v; want %s\nupdate diffs:\n%s", failed, want, res.Diffs[suite.Update])
 	}
 	if !strings.Contains(res.Diffs[suite.Regress], "- deliberately_wrong") {
 		t.Errorf("regress diffs do not show the broken line:\n%s", res.Diffs[suite.Regress])
