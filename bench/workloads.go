@@ -29,6 +29,9 @@ type Result struct {
 	Tries    int // attempts, where they differ from Ops
 	Elapsed  time.Duration
 	Lat      []time.Duration
+	// hand-off: the delay from the start of the holder's release (Lat:
+	// from its return), as the user who calls Release counts it
+	FromStart []time.Duration
 	// hand-off: the holder's acquire of the free name before each
 	// hand-off, as the same system's floor for the waiter's acquire
 	Acquire []time.Duration
@@ -302,7 +305,8 @@ func hot(ctx context.Context, s System, clients int, d time.Duration) (Result, e
 }
 
 // handoff: a holder releases while a waiter blocks in acquire; the delay
-// is from the release's return (committed) to the waiter's return.
+// is from the release's return (committed) to the waiter's return, and
+// from the release's start (the holder's call) to it.
 func handoff(ctx context.Context, s System, n int) (Result, error) {
 	holder, err := s.Connect(ctx)
 	if err != nil {
@@ -344,6 +348,7 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 		// the waiter is waiting; release at a random point of its polling
 		// cycle (a fixed hold time would lock onto one phase of it)
 		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(20*time.Millisecond))))
+		called := time.Now()
 		if ok, err := holder.Release(ctx, name, "holder", tok); err != nil || !ok {
 			return r, errOr(err, "holder could not release %s", name)
 		}
@@ -355,6 +360,7 @@ func handoff(ctx context.Context, s System, n int) (Result, error) {
 		waited += time.Since(w0)
 		cpu += procCPU(waiter.BackendPID()) - cpu0
 		r.Lat = append(r.Lat, max(0, g.at.Sub(released)))
+		r.FromStart = append(r.FromStart, max(0, g.at.Sub(called)))
 		r.Ops++
 		if _, err := waiter.Release(ctx, name, "waiter", g.tok); err != nil {
 			return r, err

@@ -7,8 +7,10 @@
 // returns renews itself in the background until it is released or lost.
 // Its Context ends when the lease is lost, at the latest at a local
 // deadline taken from the monotonic clock: the moment the last successful
-// grant or renewal was sent, plus the TTL, minus Config.Margin. The
-// server's expiry is never compared with the local clock.
+// grant or renewal was sent, plus the TTL, minus Config.Margin. Its Err
+// reads that clock, so a process that was paused past the deadline sees
+// the loss in the first check it makes. The server's expiry is never
+// compared with the local clock.
 //
 // Every call runs autocommitted on the client's own connections, never in
 // the caller's transaction. A call whose outcome is unknown (the
@@ -36,7 +38,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // Channel is the notification channel that the extension's release
@@ -70,6 +71,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	held   map[*Lease]struct{}
+	byName map[string]*Lease // the held leases by name
 	closed bool
 	// renewTimer starts the held leases' renewals (renewDue); it fires
 	// at renewWhen, zero while it rests
@@ -90,29 +92,32 @@ func New(connString string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
-	// a call whose ctx ends is cancelled on the server as one that runs
-	// past CallTimeout is (slot.go): a cancel request, and the connection
-	// closed only if the server does not answer within cancelGrace, so
-	// that the server stops the statement instead of finishing it unseen
-	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: cancelGrace}
-	}
 	var b [6]byte
 	crand.Read(b[:])
-	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}}
-	c.calls = newSlot(pc, cfg.CallTimeout)
-	c.keep = newSlot(pc, cfg.CallTimeout)
-	if broken == "oneconn" {
-		c.keep = c.calls
-	}
+	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}, byName: map[string]*Lease{}}
+	c.calls = newSlot(pc, cfg.CallTimeout, cancelGrace)
+	// a renewal's outcome never needs settling (one that is lost extends
+	// nothing the client counts on): its connection is dropped soon after
+	// a timeout, so that the next try comes RenewEvery/4 later
+	c.keep = newSlot(pc, cfg.CallTimeout, renewGrace)
 	c.listen = newListener(pc, cfg, c.log)
 	return c, nil
 }
 
 // Close ends the client: every lease it holds ends with ErrClosed (their
-// contexts end; they are not released and lapse at their TTL) and its
-// connections close.
-func (c *Client) Close() error {
+// contexts end) and is released on the server, so that a waiter takes the
+// name at once, as etcd's Session.Close revokes its lease; then its
+// connections close. The releases take at most 2×CallTimeout in all; a
+// lease whose release fails lapses at its TTL, and Close returns the
+// error. Orphan ends the client without releasing.
+func (c *Client) Close() error { return c.close(true) }
+
+// Orphan ends the client as Close does but leaves its leases on the
+// server to lapse at their TTL (etcd's Session.Orphan): for a process
+// that hands its work over by time, or that cannot reach the server.
+func (c *Client) Orphan() error { return c.close(false) }
+
+func (c *Client) close(release bool) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -127,13 +132,24 @@ func (c *Client) Close() error {
 		held = append(held, l)
 	}
 	c.mu.Unlock()
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 2*c.cfg.CallTimeout)
+	defer cancel()
 	for _, l := range held {
+		if release {
+			errs = append(errs, l.release(ctx, ErrClosed))
+			continue
+		}
 		l.end(ErrClosed)
 		l.waitRenewal()
 	}
 	c.listen.close()
-	return errors.Join(c.calls.close(), c.keep.close())
+	errs = append(errs, c.calls.close(), c.keep.close())
+	return errors.Join(errs...)
 }
+
+// Config is the client's configuration, with New's defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
 
 // owner is a new grant's owner: the configured owner and a suffix unique
 // to this grant, so that inspect tells this grant from any other.
@@ -142,10 +158,17 @@ func (c *Client) owner() string {
 }
 
 // TryAcquire takes the lease on name if it is free (released or lapsed),
-// without waiting: ErrNotAcquired when another owner holds it.
+// without waiting: ErrNotAcquired when another owner holds it,
+// ErrAlreadyHeld when this client does.
 func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
-	if c.isClosed() {
+	c.mu.Lock()
+	closed, mine := c.closed, c.byName[name]
+	c.mu.Unlock()
+	if closed {
 		return nil, ErrClosed
+	}
+	if mine != nil && mine.Err() == nil {
+		return nil, fmt.Errorf("lease %q (epoch %d): %w", name, mine.Epoch, ErrAlreadyHeld)
 	}
 	owner := c.owner()
 	sent := time.Now()
@@ -162,9 +185,6 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	}
 	if err != nil && known(err) {
 		return nil, fmt.Errorf("lease %q: acquire: %w", name, err)
-	}
-	if broken == "nosettle" && err == nil && acquired && epoch != nil {
-		return c.hold(name, owner, *epoch, sent), nil
 	}
 	// unknown: only lease.inspect can say whether this grant was made
 	why := "the cancelled wait for synchronous replication"
@@ -197,10 +217,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 // (the client watches it: lease.watch, pg_lease 0.4.0 and later), when
 // the holder's lease expires (server time), and
 // otherwise polls from PollMin to PollMax with jitter. Errors other than
-// contention are retried within the wait and logged.
+// contention are retried within the wait and logged (the first of a run
+// as a warning, the others at debug level). A name this client holds
+// already is not waited for: ErrAlreadyHeld.
 func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 	// a free name is taken without watching it
-	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) {
+	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) {
 		return l, err
 	}
 	// else watch it, then try again (a release before the watch was in
@@ -208,12 +230,16 @@ func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 	wake := c.listen.watch(ctx, name)
 	defer c.listen.unwatch(name, wake)
 	poll := c.cfg.PollMin
+	failures := 0
 	for {
 		l, err := c.TryAcquire(ctx, name)
 		if err == nil {
+			if failures > 0 {
+				c.log.Info("pg_lease: acquired after failed tries", "name", name, "failed", failures)
+			}
 			return l, nil
 		}
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) {
 			return nil, err
 		}
 		if ctx.Err() != nil {
@@ -227,7 +253,12 @@ func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 				wait = st.left + time.Millisecond
 			}
 		} else {
-			c.log.Warn("pg_lease: acquire failed; retrying", "name", name, "err", err)
+			failures++
+			level := slog.LevelDebug
+			if failures == 1 {
+				level = slog.LevelWarn
+			}
+			c.log.Log(ctx, level, "pg_lease: acquire failed; retrying", "name", name, "err", err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -243,17 +274,18 @@ func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 }
 
 // Run acquires name (waiting as Acquire does), runs fn with a context
-// that ends when ctx ends or the lease is lost, and releases the lease
-// when fn returns. It returns fn's error, joined with the loss if the
-// lease was lost while fn ran.
+// that ends when ctx ends or the lease is lost (its Err and Deadline are
+// the lease's Context's, see there), and releases the lease when fn
+// returns. It returns fn's error, joined with the lease's end if the
+// lease was lost, or the client closed, while fn ran.
 func (c *Client) Run(ctx context.Context, name string, fn func(ctx context.Context, l *Lease) error) error {
 	l, err := c.Acquire(ctx, name)
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
-	err = fn(runCtx, l)
+	inner, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	err = fn(&heldCtx{Context: inner, l: l, caller: ctx}, l)
 	stop()
 	cancel(nil)
 	lost := l.lostErr()

@@ -13,6 +13,9 @@ var (
 	ErrReleased = errors.New("lease: released")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("lease: client closed")
+	// ErrAlreadyHeld: this client holds the name already (a second grant
+	// to the same client would only wait for itself).
+	ErrAlreadyHeld = errors.New("lease: this client holds it already")
 )
 
 // LostError says a held lease is lost: the server answered a renewal with

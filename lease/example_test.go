@@ -82,3 +82,89 @@ func ExampleLease_Done() {
 	<-l.Done()
 	log.Printf("lease ended: %v", l.Err())
 }
+
+// Check the lease right before each side effect: Err reads the clock,
+// so a process that was paused past its deadline sees the loss in its
+// first check after the pause, before its timers have run.
+func ExampleLease_Err() {
+	ctx := context.Background()
+	c, _ := lease.New("postgres://app@db.example/app", lease.Config{TTL: 10 * time.Second})
+	l, err := c.Acquire(ctx, "mailer")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(ctx)
+	for _, msg := range []string{"a", "b", "c"} {
+		if err := l.Err(); err != nil {
+			log.Printf("stopping: %v", err)
+			return
+		}
+		fmt.Println("send", msg, "with fencing token", l.Epoch)
+	}
+}
+
+// Lead until the term ends, then campaign again; Resign hands over at
+// once.
+func ExampleElection_Campaign() {
+	ctx := context.Background()
+	c, _ := lease.New("postgres://app@db.example/app", lease.Config{TTL: 10 * time.Second, Owner: "worker-1"})
+	defer c.Close()
+	e := c.Election("scheduler")
+	l, err := e.Campaign(ctx) // waits until this client leads
+	if err != nil {
+		log.Fatal(err)
+	}
+	select {
+	case <-l.Done(): // lost: stop leading
+	case <-time.After(time.Hour): // a planned hand-over
+		e.Resign(ctx)
+	}
+}
+
+// Ask who leads now.
+func ExampleElection_Leader() {
+	ctx := context.Background()
+	c, _ := lease.New("postgres://app@db.example/app", lease.Config{TTL: 10 * time.Second})
+	defer c.Close()
+	h, err := c.Election("scheduler").Leader(ctx)
+	switch {
+	case errors.Is(err, lease.ErrNoLeader):
+		fmt.Println("nobody leads")
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Println(h.Candidate, "leads with epoch", h.Epoch)
+	}
+}
+
+// Follow every leader.
+func ExampleElection_Observe() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _ := lease.New("postgres://app@db.example/app", lease.Config{TTL: 10 * time.Second})
+	defer c.Close()
+	for h := range c.Election("scheduler").Observe(ctx) {
+		if h.Err != nil {
+			log.Fatal(h.Err)
+		}
+		if h.Held {
+			fmt.Println("leader:", h.Candidate, "epoch", h.Epoch)
+		}
+	}
+}
+
+// Resign when the work is done, so the next candidate leads at once
+// (instead of after the TTL).
+func ExampleElection_Resign() {
+	ctx := context.Background()
+	c, _ := lease.New("postgres://app@db.example/app", lease.Config{TTL: 10 * time.Second})
+	defer c.Close()
+	e := c.Election("migrations")
+	if _, err := e.Campaign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// run the migrations, then
+	if err := e.Resign(ctx); err != nil {
+		log.Print(err) // not told: the name lapses at its TTL
+	}
+}

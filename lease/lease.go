@@ -25,8 +25,9 @@ type Lease struct {
 	Epoch int64
 
 	c      *Client
-	ctx    context.Context
+	ctx    context.Context // ends (Done, Cause) when the lease ends
 	cancel context.CancelCauseFunc
+	held   *heldCtx // Context: ctx, and Err that consults the clock
 	// renewing is held while a renewal runs (in a goroutine of its own,
 	// started by the client's renewal timer: a lease has no goroutine of
 	// its own between renewals)
@@ -44,19 +45,23 @@ type Lease struct {
 	timer *time.Timer
 	// lastRenewErr is the last renewal's failure, for the deadline's error
 	lastRenewErr error
+	// renewSent is when the running renewal was sent; zero between them
+	renewSent time.Time
+	// failures counts the renewals that failed in a row (only the first
+	// of a run is logged as a warning)
+	failures int
 }
 
 // hold starts keeping a granted lease, whose grant was sent at sent.
 func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
-	if broken == "replyclock" {
-		sent = time.Now()
-	}
+	l.held = &heldCtx{Context: l.ctx, l: l}
 	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
 	c.mu.Lock()
 	closed := c.closed
 	c.held[l] = struct{}{}
+	c.byName[name] = l
 	c.renewAtLocked(l, sent.Add(c.cfg.RenewEvery))
 	c.mu.Unlock()
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -68,15 +73,37 @@ func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	return l
 }
 
-// Context ends when the lease is lost or released; context.Cause says
-// why (a *LostError, ErrReleased or ErrClosed).
-func (l *Lease) Context() context.Context { return l.ctx }
+// Context is the lease's context: it ends when the lease is lost,
+// released or closed.
+//
+// Its Err looks at the monotonic clock each time it is called: from the
+// instant the local deadline passes it returns context.DeadlineExceeded,
+// even in a process that was paused (SIGSTOP, a frozen VM, a long GC
+// stop) and has not yet run the timer that ends the lease. Its Deadline
+// is the local deadline, which each successful renewal moves later.
+// Done closes and context.Cause says why (a *LostError, ErrReleased or
+// ErrClosed) once the client has ended the lease, which after a pause
+// can be a moment after Err reports it; contexts derived from it follow
+// Done. So check Err (or Lease.Err) right before each side effect, and
+// fence the effect with the epoch: a check is a moment old when the
+// effect lands.
+func (l *Lease) Context() context.Context { return l.held }
 
-// Done is closed when the lease is lost or released.
+// Done is closed when the lease is lost or released (see Context: after
+// a pause, Err reports the loss first).
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 
-// Err is nil while the lease is held; then why it ended.
+// Err is nil while the lease is held; then why it ended. Past the local
+// deadline it is a *LostError at once, whatever the timers have done.
 func (l *Lease) Err() error {
+	l.mu.Lock()
+	err := l.err
+	past := err == nil && !time.Now().Before(l.deadline)
+	l.mu.Unlock()
+	if !past {
+		return err
+	}
+	l.deadlinePassed()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -88,6 +115,43 @@ func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
+}
+
+// heldCtx is a context that ends with a lease (the lease's own, and
+// Run's): Err consults the lease's clock as well as the inner context.
+type heldCtx struct {
+	context.Context // ends with the lease (and, for Run's, with the caller's)
+	l               *Lease
+	// caller is Run's caller's context, for its deadline; nil for the
+	// lease's own
+	caller context.Context
+}
+
+// Deadline is the lease's local deadline, or the caller's if earlier.
+func (c *heldCtx) Deadline() (time.Time, bool) {
+	d := c.l.Deadline()
+	if c.caller != nil {
+		if cd, ok := c.caller.Deadline(); ok && cd.Before(d) {
+			return cd, true
+		}
+	}
+	return d, true
+}
+
+// Err reports the lease's end from the instant its deadline passes.
+func (c *heldCtx) Err() error {
+	lerr := c.l.Err()
+	var lost *LostError
+	if errors.As(lerr, &lost) && lost.Reason == "deadline" {
+		return context.DeadlineExceeded
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if lerr != nil {
+		return context.Canceled // the lease ended; the inner context follows
+	}
+	return nil
 }
 
 // end ends the lease with err, once.
@@ -109,29 +173,34 @@ func (l *Lease) end(err error) {
 	}
 	l.c.mu.Lock()
 	delete(l.c.held, l)
+	if l.c.byName[l.Name] == l {
+		delete(l.c.byName, l.Name)
+	}
 	l.c.mu.Unlock()
 }
 
 func (l *Lease) deadlinePassed() {
-	if broken == "nodeadline" {
-		return
-	}
 	l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "deadline", Cause: l.lastErr()})
 }
 
-// lastErr is kept for the deadline's error.
+// lastErr says, for the deadline's error, why no renewal succeeded.
 func (l *Lease) lastErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lastRenewErr == nil {
-		return errors.New("no renewal was tried")
+	switch {
+	case l.lastRenewErr != nil:
+		return l.lastRenewErr
+	case !l.renewSent.IsZero():
+		return fmt.Errorf("the renewal sent %v before the deadline had not answered", l.deadline.Sub(l.renewSent).Round(time.Millisecond))
+	default:
+		return errors.New("no renewal was sent (the process did not run, or ran late, while one was due)")
 	}
-	return l.lastRenewErr
 }
 
+// lostErr is the lease's end if it was not released by its holder: a
+// *LostError, or ErrClosed.
 func (l *Lease) lostErr() error {
-	var lost *LostError
-	if err := l.Err(); errors.As(err, &lost) {
+	if err := l.Err(); err != nil && !errors.Is(err, ErrReleased) {
 		return err
 	}
 	return nil
@@ -158,18 +227,22 @@ func (l *Lease) keepAlive() {
 	}
 	cfg := l.c.cfg
 	sent := time.Now()
+	l.mu.Lock()
+	l.renewSent = sent
+	l.mu.Unlock()
 	var status string
 	warned, err := l.c.keep.do(l.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
 	})
+	l.mu.Lock()
+	l.renewSent = time.Time{}
+	l.mu.Unlock()
 	switch {
 	case err == nil && status == "ok" && !warned:
 		l.renewed(sent)
 		l.c.renewAt(l, time.Now().Add(cfg.RenewEvery))
 	case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
 		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
-	case broken == "giveup":
-		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "renewal failed", Cause: err})
 	default:
 		// transient (or a renewal not known to be durable): again soon
 		if err == nil {
@@ -180,8 +253,15 @@ func (l *Lease) keepAlive() {
 		}
 		l.mu.Lock()
 		l.lastRenewErr = err
+		l.failures++
+		first := l.failures == 1
 		l.mu.Unlock()
-		l.c.log.Warn("pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
+		// the first failure of a run is a warning; the retries, debug
+		level := slog.LevelDebug
+		if first {
+			level = slog.LevelWarn
+		}
+		l.c.log.Log(context.Background(), level, "pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
 		l.c.renewAt(l, time.Now().Add(max(cfg.RenewEvery/4, 50*time.Millisecond)))
 	}
 }
@@ -238,7 +318,7 @@ func (c *Client) renewDue() {
 			first = l.next
 		}
 	}
-	if !first.IsZero() && broken != "forget" {
+	if !first.IsZero() {
 		c.renewWhen = first
 		c.renewTimer.Reset(time.Until(first))
 	}
@@ -251,22 +331,29 @@ func (l *Lease) waitRenewal() {
 }
 
 // renewed moves the deadline after a renewal sent at sent, unless the
-// lease has ended meanwhile.
+// lease has ended meanwhile or its deadline passed before the answer
+// came (the loss stands: Err may have reported it already).
 func (l *Lease) renewed(sent time.Time) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.err != nil {
+		l.mu.Unlock()
 		return
 	}
-	if broken == "replyclock" {
-		sent = time.Now()
+	if !time.Now().Before(l.deadline) {
+		l.mu.Unlock()
+		l.deadlinePassed()
+		return
 	}
 	l.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)
 	l.lastRenewErr = nil
-	if !l.timer.Stop() {
-		return // fired: the loss stands
+	if l.failures > 0 {
+		l.c.log.Info("pg_lease: renewed again", "name", l.Name, "epoch", l.Epoch, "failed before", l.failures)
+		l.failures = 0
 	}
-	l.timer.Reset(time.Until(l.deadline))
+	if l.timer.Stop() {
+		l.timer.Reset(time.Until(l.deadline))
+	}
+	l.mu.Unlock()
 }
 
 // Release ends the lease and releases it on the server, with its epoch,
@@ -276,7 +363,12 @@ func (l *Lease) renewed(sent time.Time) {
 // after its TTL. Afterwards Err is ErrReleased, or the loss when the lease
 // was lost before Release.
 func (l *Lease) Release(ctx context.Context) error {
-	l.end(ErrReleased)
+	return l.release(ctx, ErrReleased)
+}
+
+// release ends the lease with why and releases it on the server.
+func (l *Lease) release(ctx context.Context, why error) error {
+	l.end(why)
 	l.waitRenewal()
 	var err error
 	for try := 0; try < 3; try++ {

@@ -9,11 +9,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // cancelGrace is how long a cancelled call waits for the server's answer
 // before its connection is closed (its outcome is then unknown).
 const cancelGrace = time.Second
+
+// renewGrace is cancelGrace for renewals, whose outcome the client never
+// needs: a renewal that times out gives up its connection soon, so that
+// the next try is not held up behind it.
+const renewGrace = 100 * time.Millisecond
 
 // cancelSettle is how long a connection stays unused after a cancel
 // request: the server may act on a request after it has acknowledged it,
@@ -37,6 +43,7 @@ const cancelSettle = 100 * time.Millisecond
 type slot struct {
 	cfg     *pgx.ConnConfig
 	timeout time.Duration
+	grace   time.Duration // cancelGrace, or renewGrace
 
 	mu     sync.Mutex // held for a whole call
 	conn   *pgx.Conn
@@ -56,9 +63,16 @@ type slot struct {
 	cancelled chan struct{}
 }
 
-func newSlot(pc *pgx.ConnConfig, timeout time.Duration) *slot {
-	s := &slot{timeout: timeout}
+func newSlot(pc *pgx.ConnConfig, timeout, grace time.Duration) *slot {
+	s := &slot{timeout: timeout, grace: grace}
 	s.cfg = pc.Copy()
+	// a call whose ctx ends is cancelled on the server as one that runs
+	// past the timeout is: a cancel request, and the connection closed
+	// only if the server does not answer within grace, so that the server
+	// stops the statement instead of finishing it unseen
+	s.cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: grace}
+	}
 	s.cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		// the commit happened locally, but its wait for the synchronous
 		// standbys was cancelled: not known to be durable there
@@ -136,7 +150,7 @@ const (
 func (s *slot) settle(ctx context.Context) error {
 	_, err := s.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		o := s.orphan // s.mu is held (do)
-		if o.pid == 0 || broken == "earlyinspect" {
+		if o.pid == 0 {
 			return nil
 		}
 		until := time.Now().Add(s.timeout * 3 / 4)
@@ -186,16 +200,16 @@ func (s *slot) expire() {
 		s.armed = false
 		return
 	}
-	if left := s.timeout - time.Since(s.started); left > 0 && broken != "firstcall" {
+	if left := s.timeout - time.Since(s.started); left > 0 {
 		s.timer.Reset(left)
 		return
 	}
 	s.armed = false
 	pc, done := s.running, make(chan struct{})
 	s.cancelled = done
-	// the server has cancelGrace to answer; then the call's read fails
-	// and the connection is closed
-	deadline := time.Now().Add(cancelGrace)
+	// the server has the slot's grace to answer; then the call's read
+	// fails and the connection is closed
+	deadline := time.Now().Add(s.grace)
 	pc.Conn().SetDeadline(deadline)
 	go func() {
 		defer close(done)

@@ -1,53 +1,161 @@
 package clienttest
 
 import (
+	"encoding/json"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
-// TestBrokenClientsAreCaught builds the client with a bug put in (a build
-// tag of the lease module; no real build has it) and runs the test that
-// must catch it: the run must fail, saying so.
+// A mutant is the client with one bug put in: each edit replaces text
+// that must occur exactly once in a file of the lease module. The mutated
+// files live only in the test's directory; `go test -overlay` builds the
+// package's tests with them in place of the real ones, so the module that
+// users import carries no trace of them.
+type mutant struct {
+	name  string
+	edits []edit
+	// test is the test that must catch the bug; want, text its failure
+	// must contain
+	test, want string
+}
+
+type edit struct{ file, old, new string }
+
+var mutants = []mutant{
+	// a keep-alive that gives up at the first failed renewal loses a
+	// lease whose TTL outlasts the server's restart (and a failover:
+	// TestPatroniFailover, which takes six times as long)
+	{"giveup", []edit{{"lease.go",
+		"\tdefault:\n\t\t// transient (or a renewal not known to be durable): again soon",
+		"\tcase true:\n\t\tl.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: \"renewal failed\", Cause: err})\n\tdefault:"}},
+		"TestKeepAliveAcrossRestart", "the lease was lost across the restart"},
+	// a warned commit handed out without lease.inspect
+	{"nosettle", []edit{{"client.go",
+		"\t// unknown: only lease.inspect can say whether this grant was made",
+		"\tif err == nil && acquired && epoch != nil {\n\t\treturn c.hold(name, owner, *epoch, sent), nil\n\t}"}},
+		"TestCancelledWaitSettled", "the grant was not settled by inspect"},
+	// a deadline counted from the reply, not from the send
+	{"replyclock", []edit{
+		{"lease.go", "\tl.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tl.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
+		{"lease.go", "\tl.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)", "\tl.deadline = time.Now().Add(l.c.cfg.TTL - l.c.cfg.Margin)"}},
+		"TestDeadlineFromSend", "counted from the reply, not from the send"},
+	// a call's timeout counted from an earlier call's start
+	{"firstcall", []edit{{"slot.go",
+		"if left := s.timeout - time.Since(s.started); left > 0 {",
+		"if left := s.timeout - time.Since(s.started); left > 0 && false {"}},
+		"TestCallTimeout", "failed under a 1 s timeout"},
+	// a renewal timer that forgets the leases not yet due
+	{"forget", []edit{{"lease.go", "\tif !first.IsZero() {\n\t\tc.renewWhen = first", "\tif false {\n\t\tc.renewWhen = first"}},
+		"TestManyLeasesKeptAlive", "its renewal was late"},
+	// an acquire lost with its connection looked at before the session
+	// that sent it is done: its grant commits after the look
+	{"earlyinspect", []edit{{"slot.go", "\t\tif o.pid == 0 {", "\t\tif true {"}},
+		"TestCutDuringCall", "but its grant stands"},
+	// no deadline: a partitioned holder's function runs on after the
+	// server has given the name to another
+	{"nodeadline", []edit{{"lease.go", "func (l *Lease) deadlinePassed() {\n", "func (l *Lease) deadlinePassed() {\n\treturn\n"}},
+		"TestRunsDoNotOverlap", "the two functions overlap"},
+	// renewals on the calls' connection, behind a long call
+	{"oneconn", []edit{{"client.go", "\tc.keep = newSlot(pc, cfg.CallTimeout, renewGrace)", "\tc.keep = c.calls"}},
+		"TestKeepAliveWhileCallsBusy", "lost while the client's calls connection was busy"},
+	// the lease ends only when its timer runs: a process paused past the
+	// deadline acts before the timer's goroutine has run
+	{"timeronly", []edit{{"lease.go", "\tpast := err == nil && !time.Now().Before(l.deadline)", "\tpast := false"}},
+		"TestPausedHolderSeesItsLoss", "acted after its deadline"},
+	// an observer that sleeps after a release until PollMax
+	{"slowobserver", []edit{{"elect.go", "\t\t\t\twait = fast\n", "\t\t\t\t_ = fast\n"}},
+		"TestObserversSeeEveryLeader", "missed leaders"},
+	// a Close that leaves the leases to lapse
+	{"closelapses", []edit{{"client.go", "func (c *Client) Close() error { return c.close(true) }", "func (c *Client) Close() error { return c.close(false) }"}},
+		"TestCloseReleases", "still holds"},
+}
+
+// apply writes m's mutated files into dir and an overlay that swaps them
+// in for the real ones; it returns the overlay's path.
+func (m mutant) apply(t *testing.T, module, dir string) string {
+	t.Helper()
+	files := map[string]string{}
+	for _, e := range m.edits {
+		src, ok := files[e.file]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join(module, e.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src = string(b)
+		}
+		// the text must be there once: a change to the client that moves
+		// it fails here, not by a mutant that quietly equals the client
+		if n := strings.Count(src, e.old); n != 1 {
+			t.Fatalf("mutant %s: %s holds the text to replace %d times, not once: %q", m.name, e.file, n, e.old)
+		}
+		files[e.file] = strings.Replace(src, e.old, e.new, 1)
+	}
+	replace := map[string]string{}
+	for f, src := range files {
+		p := filepath.Join(dir, f)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		replace[filepath.Join(module, f)] = p
+	}
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlay, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return overlay
+}
+
+// TestBrokenClientsAreCaught builds this package's tests with each mutant
+// of the client and runs the test that must catch it: the run must fail,
+// saying so.
 func TestBrokenClientsAreCaught(t *testing.T) {
 	testenv.Tools(t, "go")
-	for _, v := range []struct{ tag, test, want string }{
-		// a keep-alive that gives up at the first failed renewal loses a
-		// lease whose TTL outlasts the server's restart (and a failover:
-		// TestPatroniFailover, which takes six times as long)
-		{"pglease_broken_giveup", "TestKeepAliveAcrossRestart", "the lease was lost across the restart"},
-		// a warned commit handed out without lease.inspect
-		{"pglease_broken_nosettle", "TestCancelledWaitSettled", "the grant was not settled by inspect"},
-		// a deadline counted from the reply, not from the send
-		{"pglease_broken_replyclock", "TestDeadlineFromSend", "counted from the reply, not from the send"},
-		// a call's timeout counted from an earlier call's start
-		{"pglease_broken_firstcall", "TestCallTimeout", "failed under a 1 s timeout"},
-		// a renewal timer that forgets the leases not yet due
-		{"pglease_broken_forget", "TestManyLeasesKeptAlive", "its renewal was late"},
-		// an acquire lost with its connection looked at before the session
-		// that sent it is done: its grant commits after the look
-		{"pglease_broken_earlyinspect", "TestCutDuringCall", "but its grant stands"},
-		// no deadline: a partitioned holder's function runs on after the
-		// server has given the name to another
-		{"pglease_broken_nodeadline", "TestRunsDoNotOverlap", "the two functions overlap"},
-		// renewals on the calls' connection, behind a long call
-		{"pglease_broken_oneconn", "TestKeepAliveWhileCallsBusy", "lost while the client's calls connection was busy"},
-	} {
-		t.Run(v.tag, func(t *testing.T) {
-			cmd := osexec.Command("go", "test", "-count=1", "-tags", v.tag, "-run", "^"+v.test+"$", ".")
+	module, err := filepath.Abs(filepath.Join("..", "..", "lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			overlay := m.apply(t, module, t.TempDir())
+			cmd := osexec.Command("go", "test", "-count=1", "-overlay", overlay, "-run", "^"+m.test+"$", ".")
 			cmd.Env = os.Environ()
 			out, err := cmd.CombinedOutput()
 			switch {
 			case err == nil:
-				t.Errorf("%s passed with the client built -tags %s:\n%s", v.test, v.tag, out)
-			case !strings.Contains(string(out), v.want):
-				t.Errorf("%s failed with -tags %s, but not with %q:\n%s", v.test, v.tag, v.want, out)
+				t.Errorf("%s passed with the client mutated (%s):\n%s", m.test, m.name, out)
+			case !strings.Contains(string(out), m.want):
+				t.Errorf("%s failed with the client mutated (%s), but not with %q:\n%s", m.test, m.name, m.want, out)
 			default:
-				t.Logf("%s with -tags %s failed, as it must: %q", v.test, v.tag, v.want)
+				var said []string
+				for _, l := range strings.Split(string(out), "\n") {
+					if strings.Contains(l, m.want) {
+						said = append(said, strings.TrimSpace(l))
+					}
+				}
+				t.Logf("%s with mutant %s failed, as it must:\n%s", m.test, m.name, strings.Join(said, "\n"))
 			}
 		})
+	}
+}
+
+// TestMutantsApply checks, without a server, that every mutant's text is
+// still in the client (go test -short runs it).
+func TestMutantsApply(t *testing.T) {
+	module, err := filepath.Abs(filepath.Join("..", "..", "lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mutants {
+		m.apply(t, module, t.TempDir())
 	}
 }
