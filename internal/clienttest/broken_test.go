@@ -126,6 +126,9 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
+			// two at a time (go test's -parallel, GOMAXPROCS): each waits
+			// on its own server more than it computes
+			t.Parallel()
 			overlay := m.apply(t, module, t.TempDir())
 			cmd := osexec.Command("go", "test", "-count=1", "-overlay", overlay, "-run", "^"+m.test+"$", ".")
 			cmd.Env = os.Environ()
