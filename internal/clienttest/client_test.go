@@ -240,6 +240,20 @@ func TestKeepAliveAcrossRestart(t *testing.T) {
 	if !strings.Contains(lg.String(), "renewal failed; retrying") {
 		t.Errorf("no renewal failed while the server was down: the restart did not cover one\n%s", lg)
 	}
+	// one warning for the run of failures, the retries at debug, and the
+	// success after them at info
+	failed, warned := 0, 0
+	for _, line := range strings.Split(lg.String(), "\n") {
+		if strings.Contains(line, "renewal failed; retrying") {
+			failed++
+			if strings.Contains(line, "level=WARN") {
+				warned++
+			}
+		}
+	}
+	if warned != 1 || !strings.Contains(lg.String(), `level=INFO msg="pg_lease: renewed again"`) {
+		t.Errorf("%d renewals failed, %d warned; want one warning for the run and an info when it ended\n%s", failed, warned, lg)
+	}
 	if r := inspect(t, srv, "restart"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
 		t.Errorf("inspect after the restart: held %v by %v at %v; the lease is %s at %d", r.held, r.owner, r.epoch, l.Owner, l.Epoch)
 	}
