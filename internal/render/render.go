@@ -306,7 +306,7 @@ func Write(dir string, files Files) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		if err := writeAtomic(path, files[name]); err != nil {
+		if err := WriteAtomic(path, files[name], 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 	}
@@ -339,16 +339,17 @@ func Diff(dir string, files Files) ([]Stale, error) {
 	return stale, nil
 }
 
-// writeAtomic writes b to a temporary file beside path and renames it into
-// place, with mode 0644.
-func writeAtomic(path string, b []byte) error {
+// WriteAtomic writes b to a temporary file beside path and renames it into
+// place, with mode: a reader of path sees the old bytes or the new, never
+// part of them.
+func WriteAtomic(path string, b []byte, mode fs.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	_, werr := f.Write(b)
 	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), mode)); err != nil {
 		os.Remove(f.Name())
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/suite"
 )
 
@@ -130,8 +131,13 @@ func Untar(r io.Reader, dir string, rename func(string) string) error {
 		case tar.TypeReg:
 			if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
 				var b []byte
+				// renamed into place: a server of another test may be
+				// reading the file (an extension directory is shared by
+				// every test on this machine's PostgreSQL, and a script
+				// rewritten in place was once read empty by another
+				// package's ALTER EXTENSION UPDATE)
 				if b, err = io.ReadAll(tr); err == nil {
-					err = os.WriteFile(target, b, fs.FileMode(h.Mode)&0o777|0o600)
+					err = render.WriteAtomic(target, b, fs.FileMode(h.Mode)&0o777|0o600)
 				}
 			}
 		default:
