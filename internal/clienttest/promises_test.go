@@ -18,7 +18,8 @@ import (
 	"github.com/pglease/pglease-gen/lease"
 )
 
-// TestObserversSeeEveryLeader: three candidates campaign on one name,
+// TestObserversSeeEveryLeader: three candidates campaign on one name
+// (and the terms go to more than one of them),
 // each term 150-500 ms; two observers with the default PollMax (1 s)
 // must each report every leader, in order, once, and nobody else. A
 // client whose observer sleeps after a release until PollMax missed most
@@ -80,10 +81,15 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 	cwg.Wait()
 	owg.Wait()
 	var epochs []int64
-	for e := range led {
+	candidates := map[string]bool{}
+	for e, tm := range led {
 		epochs = append(epochs, e)
+		candidates[strings.SplitN(tm.owner, "#", 2)[1][:12]] = true // the client's token
 	}
 	slices.Sort(epochs)
+	if len(candidates) < 2 {
+		t.Errorf("the %d terms went to %d of the 3 candidates: the test did not change leaders", len(led), len(candidates))
+	}
 	for i := range observed {
 		var got []int64
 		var lags []time.Duration

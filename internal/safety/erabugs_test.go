@@ -99,6 +99,30 @@ func grant(t *testing.T, dsn, name, owner string, release bool, sets ...string) 
 
 func band(e int64) int64 { return e >> 32 }
 
+// killRestart kills the server (kill -9 of every process at once) and
+// starts it again: crash recovery.
+func killRestart(t *testing.T, srv *pgserver.Server) {
+	t.Helper()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashRestart stops the server as a crash would (pg_ctl -m immediate)
+// and starts it again.
+func crashRestart(t *testing.T, srv *pgserver.Server) {
+	t.Helper()
+	if err := srv.Crash(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Class 1: a dump restored into the same cluster after its source entered
 // a later era. The restored rows are not the copy's own (another
 // database's OID, the same system identifier): it must enter an era above
@@ -120,12 +144,7 @@ func TestRestoreAfterTheSourceMovedOn(t *testing.T) {
 		if err := srv.Dump(ctx, "src", dump); err != nil {
 			t.Fatal(err)
 		}
-		if err := srv.Crash(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Restart(ctx); err != nil {
-			t.Fatal(err)
-		}
+		crashRestart(t, srv)
 		later := grant(t, src, "a", "w2", true)
 		mustExec(t, srv.DSN("postgres"), "DROP DATABASE src WITH (FORCE)")
 		if err := srv.Restore(ctx, "src", dump); err != nil {
@@ -143,12 +162,7 @@ func TestRestoreAfterTheSourceMovedOn(t *testing.T) {
 			t.Fatal(err)
 		}
 		fromCopy := grant(t, srv.DSN("copy2"), "a", "w2", false)
-		if err := srv.Crash(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Restart(ctx); err != nil {
-			t.Fatal(err)
-		}
+		crashRestart(t, srv)
 		fromSource := grant(t, src2, "a", "w3", false)
 		bad := band(restored) <= band(later) || band(fromCopy) == band(fromSource)
 		return bad, fmt.Sprintf("in place: the source granted %d after its crash, the restored dump %d; beside: the copy granted %d, the source after its crash %d",
@@ -202,12 +216,7 @@ func TestCrashEndsTheRunsEra(t *testing.T) {
 			t.Fatal(err)
 		}
 		lost := grant(t, dsn, "a", "w2", false, "SET synchronous_commit = off")
-		if err := srv.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Restart(ctx); err != nil {
-			t.Fatal(err)
-		}
+		killRestart(t, srv)
 		after := grant(t, dsn, "a", "w3", false)
 		return after <= lost, fmt.Sprintf("granted %d before the crash (not flushed), %d after it", lost, after)
 	})
@@ -229,22 +238,12 @@ func TestEraEntryOutlivesTheNextCrash(t *testing.T) {
 		dsn := database(t, srv, "crashed", ext)
 		mustExec(t, dsn, "SELECT lease.set_floor('session')")
 		grant(t, dsn, "a", "w1", true)
-		if err := srv.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Restart(ctx); err != nil {
-			t.Fatal(err)
-		}
+		killRestart(t, srv)
 		if err := srv.PauseWALWriter(ctx); err != nil {
 			t.Fatal(err)
 		}
 		entered := grant(t, dsn, "a", "w2", false, "SET synchronous_commit = off")
-		if err := srv.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Restart(ctx); err != nil {
-			t.Fatal(err)
-		}
+		killRestart(t, srv)
 		after := grant(t, dsn, "a", "w3", false)
 		return after <= entered, fmt.Sprintf("the first grant after a crash entered an era with %d; after a second crash the next grant was %d", entered, after)
 	})
