@@ -688,4 +688,3 @@ func TestDeadlineFromSend(t *testing.T) {
 		t.Error(err)
 	}
 }
-
