@@ -66,7 +66,7 @@ func (r Result) Key() string { return r.System + " (" + r.Durable + ")" }
 func (r Result) String() string {
 	s := fmt.Sprintf("%-9s %-26s c=%d  %9.0f/s  p50 %-9s p99 %s", r.Workload, r.Key(), r.Clients, r.PerSec(), r.Pct(0.5), r.Pct(0.99))
 	if len(r.Acquire) > 0 {
-		s += fmt.Sprintf("  (a free name's acquire: p50 %s p99 %s)", pct(r.Acquire, 0.5), pct(r.Acquire, 0.99))
+		s += fmt.Sprintf("  (from the release's call: p50 %s p99 %s; a free name's acquire: p50 %s p99 %s)", pct(r.FromStart, 0.5), pct(r.FromStart, 0.99), pct(r.Acquire, 0.5), pct(r.Acquire, 0.99))
 	}
 	return s
 }
