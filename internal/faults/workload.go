@@ -241,15 +241,17 @@ func (c *client) count(err error) {
 // connections) whenever the group moves, the sessions' settings passed as
 // the connection's parameters.
 func (c *client) clientLoop(ctx context.Context) {
+	// Orphan, not Close: a client's leases end without a release that the
+	// history does not record (Close releases on the server)
 	defer func() {
 		if c.lc != nil {
-			c.lc.Close()
+			c.lc.Orphan()
 		}
 	}()
 	for ctx.Err() == nil {
 		if dsn, gen := c.t.get(); c.lc == nil || c.dsn != dsn || c.gen != gen {
 			if c.lc != nil {
-				c.lc.Close() // its leases end (not released: they lapse)
+				c.lc.Orphan() // its leases end (not released: they lapse)
 			}
 			lc, err := lease.New(dsn+sessionParams(c.w.settings), lease.Config{TTL: time.Second, Owner: fmt.Sprintf("c%d", c.id),
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
