@@ -1,4 +1,8 @@
-package clienttest
+// Package mutants proves that internal/clienttest's tests catch the bugs
+// they are there for: it builds them with a mutated client and runs the
+// test that must fail (a package of its own, so that go test runs it
+// beside the client's tests instead of after them).
+package mutants
 
 import (
 	"encoding/json"
@@ -115,12 +119,12 @@ func (m mutant) apply(t *testing.T, module, dir string) string {
 	return overlay
 }
 
-// TestBrokenClientsAreCaught builds this package's tests with each mutant
+// TestBrokenClientsAreCaught builds internal/clienttest's tests with each mutant
 // of the client and runs the test that must catch it: the run must fail,
 // saying so.
 func TestBrokenClientsAreCaught(t *testing.T) {
 	testenv.Tools(t, "go")
-	module, err := filepath.Abs(filepath.Join("..", "..", "lease"))
+	module, err := filepath.Abs(filepath.Join("..", "..", "..", "lease"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,8 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 			// on its own server more than it computes
 			t.Parallel()
 			overlay := m.apply(t, module, t.TempDir())
-			cmd := osexec.Command("go", "test", "-count=1", "-overlay", overlay, "-run", "^"+m.test+"$", ".")
+			// the client's tests, in the parent directory
+			cmd := osexec.Command("go", "test", "-count=1", "-overlay", overlay, "-run", "^"+m.test+"$", "..")
 			cmd.Env = os.Environ()
 			out, err := cmd.CombinedOutput()
 			switch {
@@ -154,7 +159,7 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 // TestMutantsApply checks, without a server, that every mutant's text is
 // still in the client (go test -short runs it).
 func TestMutantsApply(t *testing.T) {
-	module, err := filepath.Abs(filepath.Join("..", "..", "lease"))
+	module, err := filepath.Abs(filepath.Join("..", "..", "..", "lease"))
 	if err != nil {
 		t.Fatal(err)
 	}
