@@ -335,12 +335,6 @@ func (c *Client) inspect(ctx context.Context, name string) (state, error) {
 	return st, nil
 }
 
-func (c *Client) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
-}
-
 // known says an error leaves no doubt that the call did nothing: the
 // server answered with an error (the transaction rolled back), or the
 // call was never sent.
