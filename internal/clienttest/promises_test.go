@@ -35,6 +35,11 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 	for i := range observed {
 		o, _ := client(t, srv, cfg)
 		seen := o.Observe(ctx, "observed")
+		// an observer reports what it sees from its first report on (its
+		// connection and LISTEN come first): the terms start after it
+		if first := <-seen; first.Held || first.Err != nil {
+			t.Fatalf("observer %d: first report %+v, want the name free", i, first)
+		}
 		owg.Add(1)
 		go func() {
 			defer owg.Done()
