@@ -11,7 +11,7 @@ SELECT held, owner, epoch, expires_at > clock_timestamp() AS in_future FROM leas
 -- acquire: held by the same owner -> the same row, not extended
 CREATE TEMP TABLE first AS SELECT * FROM lease.inspect('job-1');
 SELECT a.acquired, a.epoch, a.expires_at = f.expires_at AS unchanged
-  FROM lease.acquire('job-1', 'worker-a', interval '1 hour') AS a, first AS f;
+  FROM lease.acquire('job-1', 'worker-a', interval '1 minute') AS a, first AS f;
 
 -- acquire: held by another owner, no wait -> (false, NULL, NULL), nothing changes
 SELECT acquired, epoch, expires_at FROM lease.acquire('job-1', 'worker-b', interval '1 minute');
@@ -22,7 +22,7 @@ SELECT held, owner, epoch, expires_at = (SELECT expires_at FROM first) AS unchan
 SELECT status, expires_at FROM lease.renew('job-1', 'worker-b', 1, interval '1 minute');
 SELECT status, expires_at FROM lease.renew('job-1', 'worker-a', 2, interval '1 minute');
 SELECT status, expires_at > (SELECT expires_at FROM first) AS extended
-  FROM lease.renew('job-1', 'worker-a', 1, interval '2 minutes');
+  FROM lease.renew('job-1', 'worker-a', 1, interval '1 minute');
 SELECT status, expires_at < (SELECT expires_at FROM first) AS shortened
   FROM lease.renew('job-1', 'worker-a', 1, interval '30 seconds');
 SELECT held, owner, epoch FROM lease.inspect('job-1');

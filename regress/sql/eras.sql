@@ -4,6 +4,9 @@
 -- timeline 1 in generation 0: band = generation * 2^21 + (timeline -
 -- the generation's first) * 2^13 + new_eras, its epochs from band * 2^32 + 1.
 CREATE EXTENSION pg_lease;
+-- (0.5.0: no maximum TTL and so no grace after a fault, as before 0.5.0
+-- and as an updated database has it; grace.sql tests them)
+DO $$ BEGIN IF to_regprocedure('lease.set_max_ttl(interval)') IS NOT NULL THEN PERFORM lease.set_max_ttl(NULL); END IF; END $$;
 \set SHOW_CONTEXT never
 -- the era the extension was installed in: band 0, entered by the first
 -- grant (by the update, from 0.2.0 or 0.3.0)

@@ -39,8 +39,8 @@ SELECT lease.guard('lapse', 'w', 1);
 SELECT held, owner, epoch FROM lease.inspect('lapse');
 
 -- list: held only by default, everything with include_free, ordered by name
-SELECT acquired FROM lease.acquire('b-held', 'w', interval '1 hour');
-SELECT acquired FROM lease.acquire('a-held', 'w', interval '1 hour');
+SELECT acquired FROM lease.acquire('b-held', 'w', interval '1 minute');
+SELECT acquired FROM lease.acquire('a-held', 'w', interval '1 minute');
 SELECT name, held, owner, epoch, expires_at > clock_timestamp() AS in_future FROM lease.list();
 SELECT name, held, owner, epoch FROM lease.list(include_free => true);
 

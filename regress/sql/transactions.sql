@@ -12,7 +12,7 @@ CREATE TEMP TABLE held AS SELECT * FROM lease.inspect('tx');
 
 -- renew, rolled back: the old expiry is back
 BEGIN;
-SELECT status FROM lease.renew('tx', 'a', 1, interval '1 hour');
+SELECT status FROM lease.renew('tx', 'a', 1, interval '50 seconds');
 ROLLBACK;
 SELECT held, epoch, expires_at = (SELECT expires_at FROM held) AS unchanged FROM lease.inspect('tx');
 

@@ -1,0 +1,95 @@
+-- since pg_lease 0.5.0
+-- The maximum TTL and the grace (CONTRACT, pg_lease 0.5.0): after an era
+-- entry that can have lost grants or renewals, no name goes to a new
+-- holder until the longest TTL that could have been granted has passed,
+-- plus 1% for clock rate; holders the table shows renew meanwhile. A
+-- crash is emptying era_now (an unlogged table) by hand; the passing of
+-- time is moving the grace's end by hand.
+CREATE EXTENSION pg_lease;
+\set SHOW_CONTEXT never
+
+-- a fresh install grants at most 1 minute; an updated one has no maximum
+-- until its installer sets one: here, set to the default either way
+SELECT lease.set_max_ttl(interval '1 minute');
+SELECT lease.max_ttl(), lease.grace();
+SELECT acquired, epoch FROM lease.acquire('g1', 'a', interval '1 minute');
+\set VERBOSITY default
+SELECT acquired FROM lease.acquire('g2', 'a', interval '61 seconds');
+SELECT status FROM lease.renew('g1', 'a', 1, interval '2 minutes');
+SELECT session FROM lease.open_session('s', interval '1 hour');
+SELECT lease.set_max_ttl(interval '0');
+SELECT lease.set_max_ttl(interval '1 month');
+\set VERBOSITY terse
+
+-- a renewal commits at the session's synchronous_commit; a grant at the floor
+BEGIN;
+SET LOCAL synchronous_commit = off;
+SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
+SHOW synchronous_commit;
+SELECT acquired, epoch FROM lease.acquire('g2', 'a', interval '1 minute');
+SHOW synchronous_commit;
+COMMIT;
+
+-- a crash: the first grant tried after it enters the next era and its
+-- grace, and is refused with the grace's end
+DELETE FROM lease.era_now;
+SELECT acquired, epoch, expires_at BETWEEN clock_timestamp() + interval '60 seconds'
+                                       AND clock_timestamp() + interval '60.6 seconds' AS grace_ends
+  FROM lease.acquire('g3', 'b', interval '1 minute');
+SELECT lease.grace() = (SELECT c.grace_until FROM lease.era_now AS c) AS grace_reported;
+-- holders go on: a renewal, a re-acquire, a release
+SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
+SELECT acquired, epoch FROM lease.acquire('g1', 'a', interval '1 minute');
+SELECT lease.release('g2', 'a', 1);
+-- nobody new: not the released name, not a new one, not under a session
+SELECT acquired, epoch FROM lease.acquire('g2', 'b', interval '1 minute');
+SELECT session FROM lease.open_session('s', interval '1 minute');
+SELECT acquired, epoch FROM lease.session_acquire(1, 's', 'g4');
+-- a blocking acquire waits for the grace within max_wait
+SELECT acquired FROM lease.acquire('g4', 'b', interval '1 minute', interval '10 milliseconds');
+-- the grace over: grants again, in the new era
+UPDATE lease.era_now SET grace_until = clock_timestamp();
+SELECT lease.grace();
+SELECT acquired, epoch FROM lease.acquire('g3', 'b', interval '1 minute');
+SELECT acquired, epoch FROM lease.acquire('g2', 'b', interval '1 minute');
+
+-- a lowered maximum: at once for new leases, for the grace only once the
+-- leases the old one allowed have run out
+SELECT lease.set_max_ttl(interval '10 seconds');
+SELECT max_ttl, previous, previous_until > clock_timestamp() + interval '59 seconds' AS until_they_run_out FROM lease.limits;
+SELECT acquired FROM lease.acquire('g5', 'b', interval '11 seconds');
+DELETE FROM lease.era_now;
+SELECT acquired, expires_at > clock_timestamp() + interval '60 seconds' AS grace_of_the_old_maximum
+  FROM lease.acquire('g5', 'b', interval '10 seconds');
+UPDATE lease.era_now SET grace_until = clock_timestamp();
+UPDATE lease.limits SET previous_until = clock_timestamp();
+DELETE FROM lease.era_now;
+SELECT acquired, expires_at BETWEEN clock_timestamp() + interval '10 seconds'
+                                AND clock_timestamp() + interval '10.1 seconds' AS grace_of_the_new_maximum
+  FROM lease.acquire('g5', 'b', interval '10 seconds');
+
+-- no maximum: fencing only, as 0.4.0: no grace, renewals at the floor
+UPDATE lease.era_now SET grace_until = clock_timestamp();
+SELECT lease.set_max_ttl(NULL);
+UPDATE lease.limits SET previous_until = clock_timestamp();
+DELETE FROM lease.era_now;
+SELECT acquired, epoch FROM lease.acquire('g6', 'b', interval '1 day');
+SELECT lease.grace();
+BEGIN;
+SET LOCAL synchronous_commit = off;
+SELECT status FROM lease.renew('g6', 'b', 17179869185, interval '2 days');
+SHOW synchronous_commit;
+COMMIT;
+
+-- only the installer (and superusers) sets it: no other role, nor through
+-- the table
+CREATE ROLE regress_grace_app;
+SET ROLE regress_grace_app;
+SELECT lease.set_max_ttl(interval '1 hour');
+UPDATE lease.limits SET max_ttl = interval '1 hour';
+SELECT lease.max_ttl();
+RESET ROLE;
+DROP ROLE regress_grace_app;
+
+DROP EXTENSION pg_lease;
+DROP SCHEMA lease;
