@@ -323,7 +323,7 @@ homepage: https://acme.example/pg_lease
 source_url: https://downloads.acme.example/pg_lease/
 image_repository: registry.acme.example/db/pg_lease
 release: 2
-release_date: 2026-12-02
+release_date: 2026-12-05
 release_note: Rebuilt with ACME's vendor tag
 `), 0o644)
 	out := filepath.Join(dir, "dist")
@@ -335,8 +335,9 @@ release_note: Rebuilt with ACME's vendor tag
 	if !strings.Contains(errs, "packager settings from "+cfg) {
 		t.Errorf("the build does not say where its settings come from:\n%s", errs)
 	}
-	for _, f := range []string{"SRPMS/pg_lease_18-0.4.0-2ACME.el9.src.rpm", "el9.x86_64/pg_lease_18-0.4.0-2ACME.el9.noarch.rpm",
-		"apt/pool/main/p/pg-lease/postgresql-18-pg-lease_0.4.0-2ACME~bookworm_all.deb"} {
+	v := model.PgLease.Version()
+	for _, f := range []string{"SRPMS/pg_lease_18-" + v + "-2ACME.el9.src.rpm", "el9.x86_64/pg_lease_18-" + v + "-2ACME.el9.noarch.rpm",
+		"apt/pool/main/p/pg-lease/postgresql-18-pg-lease_" + v + "-2ACME~bookworm_all.deb"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -344,7 +345,7 @@ release_note: Rebuilt with ACME's vendor tag
 	spec, _ := os.ReadFile(filepath.Join(out, "pg_lease.spec"))
 	for _, want := range []string{"URL:            https://acme.example/pg_lease\n",
 		"Source0:        https://downloads.acme.example/pg_lease/%{sname}-%{version}.tar.gz\n",
-		"Release:        2ACME%{?dist}\n", "* Wed Dec 02 2026 ACME builds <builds@acme.example> - 0.4.0-2ACME\n- Rebuilt with ACME's vendor tag\n"} {
+		"Release:        2ACME%{?dist}\n", "* Sat Dec 05 2026 ACME builds <builds@acme.example> - " + v + "-2ACME\n- Rebuilt with ACME's vendor tag\n"} {
 		if !strings.Contains(string(spec), want) {
 			t.Errorf("the spec lacks %q:\n%s", want, spec)
 		}

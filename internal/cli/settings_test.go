@@ -72,7 +72,7 @@ func TestFlagCompletion(t *testing.T) {
 // packager.
 func TestUpstreamIsTheSameForEveryPackager(t *testing.T) {
 	acme := filepath.Join(t.TempDir(), "acme.yaml")
-	if err := os.WriteFile(acme, []byte("vendor: ACME\nmaintainer: ACME packaging <packages@acme.example>\nrelease: 2\nrelease_date: 2026-12-02\n"+
+	if err := os.WriteFile(acme, []byte("vendor: ACME\nmaintainer: ACME packaging <packages@acme.example>\nrelease: 2\nrelease_date: 2026-12-05\n"+
 		"release_note: Rebuilt for ACME\nhomepage: https://acme.example/pg_lease\nsource_url: https://downloads.acme.example/pg_lease\n"+
 		"repo_url: https://packages.acme.example/pg_lease\nimage_repository: registry.acme.example/pg_lease\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func TestApplyChecksEveryValue(t *testing.T) {
 		{Settings{Release: 2}, "release 2 needs release_date"},
 		{Settings{Release: 2, ReleaseDate: newest.Date, ReleaseNote: "x"}, "it must be after the newest changelog entry"},
 		{Settings{Release: 2, ReleaseDate: "2099-13-01", ReleaseNote: "x"}, `release_date "2099-13-01": YYYY-MM-DD`},
-		{Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "two\nlines"}, "release_note: one line"},
+		{Settings{Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: "two\nlines"}, "release_note: one line"},
 		{Settings{Release: 1000}, "release 1000: a whole number from 1 to 999"},
 		{Settings{Release: -1}, "release -1"},
 		{Settings{ReleaseNote: "x"}, "release_date and release_note go with release"},
@@ -101,7 +101,7 @@ func TestApplyChecksEveryValue(t *testing.T) {
 
 func TestRelease(t *testing.T) {
 	before := len(model.Packages.Changelog)
-	a, err := Apply(Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "Rebuilt for ACME", Vendor: "pgdg"}, model.PgLease, model.Packages, model.CNPG)
+	a, err := Apply(Settings{Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: "Rebuilt for ACME", Vendor: "pgdg"}, model.PgLease, model.Packages, model.CNPG)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestHostileValuesRefused(t *testing.T) {
 		{Settings{Maintainer: "A `id` <a@b.example>"}, "holds \"`\""},
 		{Settings{Homepage: "https://acme.example/%{dist}"}, `homepage "https://acme.example/%{dist}": holds "%"`},
 		{Settings{SourceURL: "https://acme.example/$(shell id)"}, `source_url "https://acme.example/$(shell id)": holds "$"`},
-		{Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "tab\there"}, "release_note: one line"},
+		{Settings{Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: "tab\there"}, "release_note: one line"},
 	} {
 		if _, err := Apply(tc.s, model.PgLease, model.Packages, model.CNPG); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want %q", tc.s, err, tc.want)
@@ -178,7 +178,7 @@ func TestHostileValuesRefused(t *testing.T) {
 func TestOlderEntriesStayUpstreams(t *testing.T) {
 	for _, s := range []Settings{
 		{Vendor: "ACME", Maintainer: "ACME packaging <p@acme.example>"},
-		{Vendor: "ACME", Maintainer: "ACME packaging <p@acme.example>", Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: "Rebuilt"},
+		{Vendor: "ACME", Maintainer: "ACME packaging <p@acme.example>", Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: "Rebuilt"},
 	} {
 		a, err := Apply(s, model.PgLease, model.Packages, model.CNPG)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 func TestHostileNoteStaysText(t *testing.T) {
 	testenv.Tools(t, "dpkg-buildpackage", "pg_buildext", "dh")
 	note := "uses %(echo hi) and %{dist} $(shell id) ${Newline} `id` \\n"
-	a, err := config.Apply(config.Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: note}, model.PgLease, model.Packages, model.CNPG)
+	a, err := config.Apply(config.Settings{Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: note}, model.PgLease, model.Packages, model.CNPG)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,16 @@ var Packages = Packaging{
 	DebOS:       "Debian",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
+		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,
+		Lines: []string{
+			"Sessions: one keep-alive renews every name under it; close releases them",
+			"The grace: after a crash, promotion or restore no name goes to a new",
+			"holder until every lease the fault may have lost has run out",
+			"lease.max_ttl (1 minute on a fresh install) bounds the grace; renewals",
+			"commit without a flush; an updated database keeps 0.4.0's behaviour",
+			"until its installer calls lease.set_max_ttl",
+		},
+	}, {
 		Date: "2026-12-01 20:00", Version: "0.4.0", Release: 1,
 		Lines: []string{
 			"0.3.0 users: update before pg_upgrade or a restore (0.3.0 fails there)",

@@ -25,7 +25,7 @@ const HostileNote = "uses %(echo hi) and %{dist} %% %{lua:print(1)} ${Newline} `
 // escaped %, the rebuilt changelog said "hi" (the shell ran).
 func TestHostileNoteStaysText(t *testing.T) {
 	testenv.Tools(t, "rpm", "rpmbuild")
-	a, err := config.Apply(config.Settings{Release: 2, ReleaseDate: "2026-12-02", ReleaseNote: HostileNote}, model.PgLease, model.Packages, model.CNPG)
+	a, err := config.Apply(config.Settings{Release: 2, ReleaseDate: "2026-12-05", ReleaseNote: HostileNote}, model.PgLease, model.Packages, model.CNPG)
 	if err != nil {
 		t.Fatal(err)
 	}
