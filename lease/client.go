@@ -47,7 +47,7 @@ const Channel = "lease_released"
 
 // The SQL of each call.
 const (
-	acquireSQL = "SELECT acquired, epoch FROM lease.acquire($1, $2, $3::interval)"
+	acquireSQL = "SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3::interval)"
 	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
 	// a release notifies Channel only while some session watches the name
 	releaseSQL = "SELECT lease.release($1, $2, $3)"
@@ -158,8 +158,9 @@ func (c *Client) owner() string {
 }
 
 // TryAcquire takes the lease on name if it is free (released or lapsed),
-// without waiting: ErrNotAcquired when another owner holds it,
-// ErrAlreadyHeld when this client does.
+// without waiting: ErrNotAcquired when another owner holds it (a
+// *GraceError, which is one too, when the server is in its grace after a
+// fault), ErrAlreadyHeld when this client does.
 func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	c.mu.Lock()
 	closed, mine := c.closed, c.byName[name]
@@ -174,10 +175,14 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	sent := time.Now()
 	var acquired bool
 	var epoch *int64
+	var until *time.Time
 	warned, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL).Scan(&acquired, &epoch)
+		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL).Scan(&acquired, &epoch, &until)
 	})
 	if err == nil && !warned {
+		if !acquired && until != nil {
+			return nil, &GraceError{Name: name, Until: *until}
+		}
 		if !acquired || epoch == nil {
 			return nil, ErrNotAcquired
 		}

@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -17,6 +18,24 @@ var (
 	// to the same client would only wait for itself).
 	ErrAlreadyHeld = errors.New("lease: this client holds it already")
 )
+
+// GraceError: the server is in its grace after a fault that may have
+// lost grants or renewals (pg_lease 0.5.0: a crash, a promotion, a
+// restore): it gives no name to a new holder until Until (the server's
+// clock), so that every holder it may have forgotten has stopped acting.
+// Holders it knows keep renewing. errors.Is(err, ErrNotAcquired) holds.
+type GraceError struct {
+	Name  string
+	Until time.Time
+}
+
+func (e *GraceError) Error() string {
+	return fmt.Sprintf("lease %q: not acquired: the server gives no name to a new holder until its grace after a fault ends at %s",
+		e.Name, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes a GraceError an ErrNotAcquired.
+func (e *GraceError) Is(target error) bool { return target == ErrNotAcquired }
 
 // LostError says a held lease is lost: the server answered a renewal with
 // not_owner, epoch_mismatch or lapsed, or no renewal succeeded before the

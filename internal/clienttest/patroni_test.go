@@ -45,7 +45,9 @@ func TestPatroniFailover(t *testing.T) {
 	}
 	t.Cleanup(ha.Stop)
 	first := ha.Nodes[0]
-	exec(t, first.Server, "CREATE EXTENSION pg_lease")
+	// the longest TTL here is 30 s: the grace after the failover lasts as
+	// long (0.5.0)
+	exec(t, first.Server, "CREATE EXTENSION pg_lease", "SELECT lease.set_max_ttl(interval '30 seconds')")
 	// three members: the leader and two replicas
 	var replicas []*pgserver.HANode
 	for range 2 {
@@ -134,11 +136,31 @@ func TestPatroniFailover(t *testing.T) {
 	if err := kept.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	next, err := long.TryAcquire(ctx, "kept")
-	if err != nil {
-		t.Fatal(err)
+	// the promotion may have lost grants and renewals: the promoted
+	// server gives the name to nobody new until the longest TTL (30 s,
+	// plus 1%) has passed since it entered its era, at its first grant
+	// tried (this one), whatever the client does
+	tried := time.Now()
+	var graceUntil time.Time
+	var next *lease.Lease
+	for {
+		next, err = long.TryAcquire(ctx, "kept")
+		var ge *lease.GraceError
+		if errors.As(err, &ge) {
+			graceUntil = ge.Until
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
 	}
 	defer next.Release(ctx)
+	if graceUntil.IsZero() {
+		t.Error("the first grant after the promotion was not refused: no grace")
+	}
+	t.Logf("after the promotion the grace refused new holders for %.1f s (until %s)", time.Since(tried).Seconds(), graceUntil.Format(time.RFC3339Nano))
 	// the promotion's new timeline is a new era: its band is above the old
 	if band := func(e int64) int64 { return (e - 1) >> 32 }; band(next.Epoch) <= band(kept.Epoch) {
 		t.Errorf("the grant after the failover has epoch %d, in the band of %d before it", next.Epoch, kept.Epoch)

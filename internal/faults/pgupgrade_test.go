@@ -147,7 +147,7 @@ func leasesBefore(ctx context.Context, t *testing.T, dsn func(string) string, ve
 	if err := pgserver.Exec(ctx, dsn("postgres"), "CREATE DATABASE "+db); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgserver.Exec(ctx, dsn(db), "CREATE EXTENSION pg_lease VERSION '"+version+"'"); err != nil {
+	if err := pgserver.Exec(ctx, dsn(db), "CREATE EXTENSION pg_lease VERSION '"+version+"'", testenv.FencingOnly); err != nil {
 		t.Fatal(err)
 	}
 	if err := queryRow(ctx, dsn(db), "SELECT epoch FROM lease.acquire('held', 'a', interval '1 hour')", &held); err != nil {

@@ -71,7 +71,7 @@ func TestEraAfterPromotion(t *testing.T) {
 	if err := pgserver.Exec(ctx, primary.DSN("postgres"), "CREATE DATABASE "+db); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgserver.Exec(ctx, primary.DSN(db), "CREATE EXTENSION "+model.PgLease.Name); err != nil {
+	if err := pgserver.Exec(ctx, primary.DSN(db), "CREATE EXTENSION "+model.PgLease.Name, testenv.FencingOnly); err != nil {
 		t.Fatal(err)
 	}
 	acquire := func(s *pgserver.Server, owner string) int64 {

@@ -36,34 +36,42 @@ type Variant struct {
 	Client bool
 }
 
-// Variants: the shipped 0.4.0; 0.2.0; 0.3.0 with its floor lowered by the
+// Variants: the shipped 0.5.0 (its grace as long as the workload's TTLs); 0.2.0; 0.3.0 with its floor lowered by the
 // session (0.3.0 allowed that: the crash restart and the restore in place
-// it missed); 0.4.0 without its durability floor (lowered for the database,
+// it missed); 0.5.0 without its durability floor (lowered for the database,
 // as 0.4.0 allows), which may lose acknowledged grants but must still give
-// none twice; and 0.4.0 without eras (every grant in one band that never
+// none twice; and 0.5.0 without eras (every grant in one band that never
 // changes).
 var (
-	Shipped   = Variant{Name: "0.4.0", Create: "CREATE EXTENSION pg_lease"}
+	// (0.5.0's grace after a fault lasts as long as the longest TTL it may
+	// have granted: the workload's are at most 1 s, so that the grace ends
+	// while the run goes on and the server that took over grants to new
+	// holders too; TestHoldersNeverOverlap shows what it is for)
+	Shipped   = Variant{Name: "0.5.0", Create: "CREATE EXTENSION pg_lease" + shortMax}
 	V020      = Variant{Name: "0.2.0", Create: "CREATE EXTENSION pg_lease VERSION '0.2.0'"}
 	V030      = Variant{Name: "0.3.0", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'"}
 	V030Floor = Variant{Name: "0.3.0 at session", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'",
 		Settings: []string{"SET lease.synchronous_commit = session"}}
-	NoFloor = Variant{Name: "0.4.0 without the floor", Create: "CREATE EXTENSION pg_lease",
+	NoFloor = Variant{Name: "0.5.0 without the floor", Create: "CREATE EXTENSION pg_lease" + shortMax,
 		Database: []string{"lease.synchronous_commit = session"}}
-	// ThroughClient is the shipped 0.4.0 with the clients going through
+	// ThroughClient is the shipped 0.5.0 with the clients going through
 	// the Go client: the leases it reports must be given ones.
-	ThroughClient = Variant{Name: "0.4.0 through the client", Create: "CREATE EXTENSION pg_lease", Client: true}
-	NoEras        = Variant{Name: "0.4.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras", Extension: "pg_lease_noeras",
+	ThroughClient = Variant{Name: "0.5.0 through the client", Create: "CREATE EXTENSION pg_lease" + shortMax, Client: true}
+	NoEras        = Variant{Name: "0.5.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras" + shortMax, Extension: "pg_lease_noeras",
 		// (the statements that join era_now as "AS c", acquire's and
 		// era_first()'s and era_last()'s, not enter_era's, and the band
 		// acquire's other statements were planned with)
 		Edits: []string{"FROM @extschema@.era_now AS c\n",
 			// (a row for each database: the statements keep their own)
 			"FROM (SELECT pg_catalog.pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch, " +
-				"d.oid AS database_oid FROM pg_catalog.pg_database AS d) AS c\n",
+				"d.oid AS database_oid, NULL::timestamptz AS grace_until FROM pg_catalog.pg_database AS d) AS c\n",
 			"@extschema@.era_first(@extschema@.era_mark())", "1::bigint",
+			"@extschema@.era_grace(@extschema@.era_mark())", "NULL::timestamptz",
 			"@extschema@.era_last(@extschema@.era_mark())", "9223372036854775807::bigint"}}
 )
+
+// shortMax sets 0.5.0's maximum TTL to the workload's longest (see Shipped).
+const shortMax = "; SELECT lease.set_max_ttl(interval '1 second')"
 
 // A Scenario is one fault in the middle of a run.
 type Scenario struct {

@@ -231,8 +231,8 @@ func TestCrashEndsTheRunsEra(t *testing.T) {
 // given twice.
 func TestEraEntryOutlivesTheNextCrash(t *testing.T) {
 	v := eraVariant{"pg_lease_entry_unflushed", [][2]string{{
-		"PERFORM set_config('synchronous_commit', 'on', true);",
-		"NULL;"}}}
+		"PERFORM set_config('synchronous_commit', 'on', true);\n    END IF;\n    PERFORM pg_notify('lease_era'",
+		"NULL;\n    END IF;\n    PERFORM pg_notify('lease_era'"}}}
 	ctx := context.Background()
 	eachOf(t, v, []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		dsn := database(t, srv, "crashed", ext)

@@ -29,8 +29,9 @@ func TestTemplateCloneEntersNewEra(t *testing.T) {
 			old, new string
 			n        int
 		}{
-			{"\n               AND c.database_oid OPERATOR(pg_catalog.=) " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 2}, // era_first, era_last
-			{" AND c.database_oid = " + thisDatabase + "\n", "\n", 4},                                                      // acquire's joined statements
+			{"\n               AND c.database_oid OPERATOR(pg_catalog.=) " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 3}, // era_first, era_last, era_grace
+			{" AND c.database_oid = " + thisDatabase + "\n", "\n", 5},                                                      // acquire's joined statements, grace()
+			{" AND c.database_oid = " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 4},                                      // acquire's reads of the grace
 			{" AND v_now.database_oid = v_db", "", 3},                                                                      // enter_era
 		} {
 			if got := strings.Count(s, e.old); got != e.n {

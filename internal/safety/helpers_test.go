@@ -26,14 +26,14 @@ func server(t testing.TB) (*pgserver.Server, pgserver.Install) {
 	return srv, inst
 }
 
-// database creates a database with pg_lease (or another extension) in it
-// and returns its DSN.
+// database creates a database with pg_lease (or another extension) in it,
+// fencing only (testenv.FencingOnly), and returns its DSN.
 func database(t testing.TB, srv *pgserver.Server, name, ext string) string {
 	t.Helper()
 	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+name)
 	dsn := srv.DSN(name)
 	if ext != "" {
-		mustExec(t, dsn, "CREATE EXTENSION "+ext)
+		mustExec(t, dsn, "CREATE EXTENSION "+ext, testenv.FencingOnly)
 	}
 	return dsn
 }

@@ -21,11 +21,11 @@ var attack = []string{
 	"ALTER SCHEMA lease RENAME TO lease_moved",
 	"CREATE SCHEMA lease",
 	"CREATE TABLE public.attack_log (who text, superuser boolean)",
-	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz)`,
+	`CREATE TABLE lease.leases (name text PRIMARY KEY, owner text, epoch bigint, expires_at timestamptz, band bigint, session_id bigint)`,
 	`CREATE TABLE lease.purge_mark (id boolean PRIMARY KEY, epoch bigint)`,
 	// 0.4.0's era table and helpers, which the functions also find by the
 	// schema's name
-	`CREATE TABLE lease.era_now (band bigint, boot timestamptz, first_epoch bigint, last_epoch bigint, database_oid oid)`,
+	`CREATE TABLE lease.era_now (band bigint, boot timestamptz, first_epoch bigint, last_epoch bigint, database_oid oid, grace_until timestamptz)`,
 	`INSERT INTO lease.era_now SELECT 0, pg_postmaster_start_time(), 1, 4294967296, d.oid FROM pg_database AS d WHERE d.datname = current_database()`,
 	`CREATE FUNCTION lease.enter_era(numeric, boolean DEFAULT false) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION lease.durable() RETURNS void LANGUAGE sql AS ''`,
@@ -33,6 +33,10 @@ var attack = []string{
 	`CREATE FUNCTION lease.era_mark() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`,
 	`CREATE FUNCTION lease.era_first(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'`,
 	`CREATE FUNCTION lease.era_last(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 4294967296::bigint'`,
+	// and 0.5.0's
+	`CREATE TABLE lease.sessions (id bigint PRIMARY KEY, owner text, ttl interval, expires_at timestamptz)`,
+	`CREATE FUNCTION lease.ttl_max(bigint) RETURNS interval LANGUAGE sql AS 'SELECT NULL::interval'`,
+	`CREATE FUNCTION lease.era_grace(bigint) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN
 	     INSERT INTO public.attack_log SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
