@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		os.Exit(holderMain()) // a holder process of TestHoldersNeverOverlap
+	}
 	code := m.Run()
 	if fuzzSrv != nil {
 		fuzzConn.Close(context.Background())

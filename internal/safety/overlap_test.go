@@ -1,0 +1,386 @@
+package safety
+
+// TestHoldersNeverOverlap: the proof of 0.5.0's grace with one clock.
+// Holder processes (this test binary again, each with its own Go client)
+// take names, act while they believe they hold them and log, on the
+// system-wide monotonic clock, when they start acting and when they stop
+// (their lease's context ended, or just before they release). A fault
+// strikes in the middle of the run; afterwards no two holders' intervals
+// on one name may overlap. The same run with 0.4.0's behaviour (no
+// maximum TTL, so no grace) and with 0.5.0 without its grace (renewals
+// without a flush, and no grace) shows the overlaps the grace prevents.
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	osexec "os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/testenv"
+	"github.com/pglease/pglease-gen/lease"
+)
+
+var overlapAll = flag.Bool("overlap.all", false, "TestHoldersNeverOverlap: every fault with every broken variant too (default: every fault with 0.5.0, and 0.4.0's behaviour in the crash at the floor session)")
+
+const (
+	holderEnv = "PGLEASE_SAFETY_HOLDER"
+	// the holders' TTL, and the maximum the runs set: longer than a
+	// restart takes, so that a holder the server forgot still acts when
+	// the server is back
+	holderTTL = 4 * time.Second
+	holders   = 6
+	names     = 4
+)
+
+// monotonic is CLOCK_MONOTONIC in nanoseconds: one clock for every
+// process on the machine (Go's own monotonic reading is per process).
+func monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(err)
+	}
+	return ts.Nano()
+}
+
+// holderMain is a holder process: until its input closes it takes one of
+// the names (TryAcquire, again and again while refused), acts on it for
+// 50-300 ms or 1.5-3 s, checking its lease between steps of 2 ms, and
+// releases it;
+// it prints "start NAME EPOCH T" when Acquire returned and "end NAME EPOCH
+// T" when it stops acting (T: monotonic ns), before a release.
+func holderMain() int {
+	// (renewals far apart, as a client that renews at 3/4 of its TTL: a
+	// holder the server forgot learns it late)
+	c, err := lease.New(os.Getenv("PGLEASE_DSN"), lease.Config{TTL: holderTTL, Owner: os.Getenv(holderEnv),
+		RenewEvery: holderTTL * 3 / 4, CallTimeout: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Orphan()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for ctx.Err() == nil {
+		name := fmt.Sprintf("n%d", rand.IntN(names))
+		l, err := c.TryAcquire(ctx, name)
+		if err != nil {
+			time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
+			continue
+		}
+		fmt.Fprintf(out, "start %s %d %d\n", name, l.Epoch, monotonic())
+		// short holdings, and long ones (renewed) that a fault interrupts
+		d := time.Duration(50+rand.IntN(250)) * time.Millisecond
+		if rand.IntN(2) == 0 {
+			d = time.Duration(1500+rand.IntN(1500)) * time.Millisecond
+		}
+		hold := time.Now().Add(d)
+		for l.Err() == nil && time.Now().Before(hold) && ctx.Err() == nil {
+			time.Sleep(2 * time.Millisecond)
+		}
+		fmt.Fprintf(out, "end %s %d %d\n", name, l.Epoch, monotonic())
+		out.Flush()
+		if l.Err() == nil {
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+			l.Release(rctx)
+			rcancel()
+		}
+	}
+	return 0
+}
+
+type interval struct {
+	holder, name string
+	epoch        int64
+	start, end   int64
+}
+
+// overlapVariant is the extension a run uses.
+type overlapVariant struct {
+	name  string
+	ext   string      // the extension to create
+	max   string      // lease.set_max_ttl's argument
+	edits [][2]string // for a copy of the install script
+}
+
+var (
+	overlapShipped = overlapVariant{name: "0.5.0", ext: "pg_lease", max: "interval '4 seconds'"}
+	// 0.4.0's behaviour: no maximum, no grace (renewals durable again)
+	overlapFencing = overlapVariant{name: "0.4.0 (no maximum TTL, no grace)", ext: "pg_lease", max: "NULL"}
+	// 0.5.0 without its grace: renewals without a flush, and nothing
+	// waits for the holders a fault made the server forget
+	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
+		edits: [][2]string{{"        v_grace := (((clock_timestamp() AT TIME ZONE 'UTC') + @extschema@.grace_length() * 1.01) AT TIME ZONE 'UTC');",
+			"        v_grace := NULL;"}}}
+)
+
+// overlapFault is what strikes the run.
+type overlapFault struct {
+	name     string
+	floor    string // lease.set_floor's argument
+	standby  bool
+	variants []overlapVariant // that overlap in it (the broken ones)
+	strike   func(t *testing.T, primary, standby *pgserver.Server)
+}
+
+var overlapFaults = []overlapFault{
+	// (at the floor on only renewals are lost, and a holder whose renewal
+	// was lost renews again when the server is back, before its last
+	// durable expiry has passed, in every run we tried: no broken variant
+	// overlaps reliably here; docs/grace.md)
+	{name: "crash (floor on)", floor: "on",
+		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
+	{name: "crash (floor session)", floor: "session", variants: []overlapVariant{overlapFencing, overlapNoGrace},
+		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
+	{name: "crash restart (a backend killed)", floor: "session",
+		strike: func(t *testing.T, p, _ *pgserver.Server) {
+			// kill -9 of one backend: the postmaster ends every other one
+			// and recovers from the WAL, as after a crash
+			var pid int
+			if err := connect(t, p.DSN("postgres")).QueryRow(context.Background(),
+				"SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = 'overlap' LIMIT 1").Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	{name: "asynchronous failover", floor: "on", standby: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
+		strike: func(t *testing.T, p, s *pgserver.Server) {
+			ctx := context.Background()
+			if err := s.CutReplication(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			if err := p.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Promote(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}},
+}
+
+// pauseKillRestart holds the WAL writer back (commits at
+// synchronous_commit = off stay unflushed), lets the holders go on for
+// half a second, kills the server (kill -9) and starts it again.
+func pauseKillRestart(t *testing.T, p *pgserver.Server) {
+	if err := p.PauseWALWriter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	killRestart(t, p)
+}
+
+func TestHoldersNeverOverlap(t *testing.T) {
+	testenv.Server(t)
+	for _, f := range overlapFaults {
+		vs := []overlapVariant{overlapShipped}
+		for _, b := range f.variants {
+			if *overlapAll || (b.name == overlapFencing.name && f.floor == "session") {
+				vs = append(vs, b)
+			}
+		}
+		for _, v := range vs {
+			t.Run(f.name+"/"+v.name, func(t *testing.T) {
+				broken := v.name != overlapShipped.name
+				// a broken variant overlaps when a holder of a lost grant or
+				// renewal is still acting as the server gives the name
+				// again: most runs, not every one
+				tries := 1
+				if broken {
+					tries = 4
+				}
+				for try := 1; ; try++ {
+					over, what := overlapRun(t, f, v)
+					switch {
+					case !broken && len(over) > 0:
+						t.Errorf("%s\n%d overlaps: %s", what, len(over), strings.Join(over, "; "))
+					case broken && len(over) == 0 && try < tries:
+						t.Logf("try %d: %s; no overlap this time", try, what)
+						continue
+					case broken && len(over) == 0:
+						t.Errorf("the broken variant did not overlap in %d runs (%s): the test proves nothing", tries, what)
+					default:
+						t.Logf("%s; %d overlaps (%s)", what, len(over), strings.Join(over[:min(3, len(over))], "; "))
+					}
+					return
+				}
+			})
+		}
+	}
+}
+
+// overlapRun is one run: the holders for 3 s, the fault, the holders for
+// 8 s (the grace is 4.04 s from the first grant tried after the fault).
+// It returns the overlaps found and what the run did.
+func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, string) {
+	ctx := context.Background()
+	srv, inst, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	if len(v.edits) > 0 {
+		remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, v.ext, func(s string) (string, error) {
+			for _, e := range v.edits {
+				if n := strings.Count(s, e[0]); n != 1 {
+					return "", fmt.Errorf("%s: the edit's text %q occurs %d times, not once: the script changed", v.ext, e[0], n)
+				}
+				s = strings.Replace(s, e[0], e[1], 1)
+			}
+			return s, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer remove()
+	}
+	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE overlap")
+	mustExec(t, srv.DSN("overlap"), "CREATE EXTENSION "+v.ext, "SELECT lease.set_max_ttl("+v.max+")", "SELECT lease.set_floor('"+f.floor+"')")
+	hosts := srv.Dir
+	var standby *pgserver.Server
+	if f.standby {
+		if standby, err = srv.StartStandby(ctx, "", "s1"); err != nil {
+			t.Fatal(err)
+		}
+		defer standby.Remove()
+		hosts += "," + standby.Dir
+	}
+	// every commit at synchronous_commit = off: what the floor does not
+	// raise (renewals, and at the floor session everything) may be lost
+	dsn := fmt.Sprintf("host=%s port=%d user=%s dbname=overlap sslmode=disable target_session_attrs=read-write connect_timeout=2 synchronous_commit=off",
+		hosts, srv.Port, srv.User)
+	var mu sync.Mutex
+	var ivs []interval
+	starts := map[string]interval{}
+	var procs []*osexec.Cmd
+	var ins []io.WriteCloser
+	var readers sync.WaitGroup
+	for i := range holders {
+		cmd := osexec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), holderEnv+"=h"+strconv.Itoa(i), "PGLEASE_DSN="+dsn)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs, ins = append(procs, cmd), append(ins, in)
+		holder := "h" + strconv.Itoa(i)
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				fs := strings.Fields(sc.Text())
+				if len(fs) != 4 {
+					continue
+				}
+				epoch, _ := strconv.ParseInt(fs[2], 10, 64)
+				at, _ := strconv.ParseInt(fs[3], 10, 64)
+				key := holder + " " + fs[1] + " " + fs[2]
+				mu.Lock()
+				if fs[0] == "start" {
+					starts[key] = interval{holder: holder, name: fs[1], epoch: epoch, start: at}
+				} else if iv, ok := starts[key]; ok {
+					iv.end = at
+					ivs = append(ivs, iv)
+					delete(starts, key)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for _, in := range ins {
+			in.Close()
+		}
+		for _, p := range procs {
+			p.Wait()
+		}
+		readers.Wait()
+	}
+	defer stop()
+	time.Sleep(3 * time.Second)
+	fault := monotonic()
+	f.strike(t, srv, standby)
+	struck := monotonic()
+	time.Sleep(8 * time.Second)
+	stop()
+	// a holder still acting at the end: its interval ends now
+	end := monotonic()
+	for _, iv := range starts {
+		iv.end = end
+		ivs = append(ivs, iv)
+	}
+	var before, after int
+	var firstAfter int64
+	for _, iv := range ivs {
+		switch {
+		case iv.start < fault:
+			before++
+		case iv.start > struck:
+			after++
+			if firstAfter == 0 || iv.start < firstAfter {
+				firstAfter = iv.start
+			}
+		}
+	}
+	what := fmt.Sprintf("%s with %s: %d holdings before the fault, %d after it", f.name, v.name, before, after)
+	if firstAfter != 0 {
+		what += fmt.Sprintf(" (the first %.2f s after the fault was over)", float64(firstAfter-struck)/1e9)
+	}
+	if before < 3 || after < 3 {
+		t.Fatalf("%s: too little traffic on one side of the fault to prove anything", what)
+	}
+	slices.SortFunc(ivs, func(a, b interval) int { return int(a.start - b.start) })
+	if os.Getenv("OVERLAP_DEBUG") != "" {
+		for _, iv := range ivs {
+			t.Logf("%s %s %d [%.3f, %.3f]", iv.name, iv.holder, iv.epoch, float64(iv.start-fault)/1e9, float64(iv.end-fault)/1e9)
+		}
+		t.Logf("struck at %.3f", float64(struck-fault)/1e9)
+	}
+	var over []string
+	for i, a := range ivs {
+		for _, b := range ivs[i+1:] {
+			if b.start >= a.end {
+				continue
+			}
+			if a.name == b.name && a.holder != b.holder {
+				over = append(over, fmt.Sprintf("%s: %s (epoch %d) and %s (epoch %d) for %.0f ms", a.name, a.holder, a.epoch, b.holder, b.epoch,
+					float64(min(a.end, b.end)-b.start)/1e6))
+			}
+		}
+	}
+	return over, what
+}
