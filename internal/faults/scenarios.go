@@ -34,6 +34,10 @@ type Variant struct {
 	// Client: the clients go through the Go client package (lease)
 	// instead of calling the functions themselves.
 	Client bool
+	// Grace is how long 0.5.0's grace lasts after a fault (the maximum TTL
+	// the variant sets, plus 1%): the run goes on that much longer after
+	// it, so that the server that took over grants to new holders too.
+	Grace time.Duration
 }
 
 // Variants: the shipped 0.5.0 (its grace as long as the workload's TTLs); 0.2.0; 0.3.0 with its floor lowered by the
@@ -44,20 +48,23 @@ type Variant struct {
 // changes).
 var (
 	// (0.5.0's grace after a fault lasts as long as the longest TTL it may
-	// have granted: the workload's are at most 1 s, so that the grace ends
-	// while the run goes on and the server that took over grants to new
-	// holders too; TestHoldersNeverOverlap shows what it is for)
-	Shipped   = Variant{Name: "0.5.0", Create: "CREATE EXTENSION pg_lease" + shortMax}
+	// have granted: the workload's TTLs are at most 450 ms, and the run
+	// goes on for the grace after the fault, so that the server that took
+	// over grants to new holders too; TestHoldersNeverOverlap in
+	// internal/safety shows what the grace is for)
+	Shipped   = Variant{Name: "0.5.0", Create: "CREATE EXTENSION pg_lease" + shortMax, Grace: shortGrace}
 	V020      = Variant{Name: "0.2.0", Create: "CREATE EXTENSION pg_lease VERSION '0.2.0'"}
 	V030      = Variant{Name: "0.3.0", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'"}
 	V030Floor = Variant{Name: "0.3.0 at session", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'",
 		Settings: []string{"SET lease.synchronous_commit = session"}}
-	NoFloor = Variant{Name: "0.5.0 without the floor", Create: "CREATE EXTENSION pg_lease" + shortMax,
+	NoFloor = Variant{Name: "0.5.0 without the floor", Create: "CREATE EXTENSION pg_lease" + shortMax, Grace: shortGrace,
 		Database: []string{"lease.synchronous_commit = session"}}
 	// ThroughClient is the shipped 0.5.0 with the clients going through
 	// the Go client: the leases it reports must be given ones.
-	ThroughClient = Variant{Name: "0.5.0 through the client", Create: "CREATE EXTENSION pg_lease" + shortMax, Client: true}
-	NoEras        = Variant{Name: "0.5.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras" + shortMax, Extension: "pg_lease_noeras",
+	// (its TTL is the client's shortest, 1 s)
+	ThroughClient = Variant{Name: "0.5.0 through the client", Create: "CREATE EXTENSION pg_lease; SELECT lease.set_max_ttl(interval '1 second')",
+		Grace: 1010 * time.Millisecond, Client: true}
+	NoEras        = Variant{Name: "0.5.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras" + shortMax, Grace: shortGrace, Extension: "pg_lease_noeras",
 		// (the statements that join era_now as "AS c", acquire's and
 		// era_first()'s and era_last()'s, not enter_era's, and the band
 		// acquire's other statements were planned with)
@@ -70,8 +77,12 @@ var (
 			"@extschema@.era_last(@extschema@.era_mark())", "9223372036854775807::bigint"}}
 )
 
-// shortMax sets 0.5.0's maximum TTL to the workload's longest (see Shipped).
-const shortMax = "; SELECT lease.set_max_ttl(interval '1 second')"
+// shortMax sets 0.5.0's maximum TTL to the workload's longest TTL (see
+// Shipped), shortGrace is the grace it makes.
+const (
+	shortMax   = "; SELECT lease.set_max_ttl(interval '500 milliseconds')"
+	shortGrace = 505 * time.Millisecond
+)
 
 // A Scenario is one fault in the middle of a run.
 type Scenario struct {
@@ -1066,7 +1077,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 	if rest := half - time.Since(faultStart); rest > 0 && ferr == nil {
 		time.Sleep(rest)
 	}
-	time.Sleep(half / 2)
+	time.Sleep(half/2 + v.Grace)
 	cancel()
 	<-done
 	say("the clients stopped")

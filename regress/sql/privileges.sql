@@ -30,11 +30,13 @@ SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
   FROM pg_proc AS p WHERE p.pronamespace = 'lease'::regnamespace ORDER BY p.proname;
 
 -- everything the extension owns (but types: PostgreSQL 17 and later also
--- record the table's row types as members, older majors do not)
+-- record the table's row types as members, older majors do not; and
+-- 0.5.0's unlogged sequences, which PostgreSQL 14 does not have)
 SELECT pg_describe_object(classid, objid, objsubid) AS member
   FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
    AND classid <> 'pg_type'::regclass
+   AND pg_describe_object(classid, objid, objsubid) NOT IN ('sequence lease.grace_band', 'sequence lease.grace_end')
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_lease')
  ORDER BY 1;
 

@@ -1226,6 +1226,7 @@ DECLARE
     v_n       bigint;
     v_band    bigint;
     v_grace   timestamptz;  -- the new era's grace: until then no new holder
+    v_first   timestamptz;  -- the grace of a try of this entry that was rolled back
 BEGIN
     IF pg_is_in_recovery() THEN
         RAISE EXCEPTION 'pg_lease grants nothing on a standby'
@@ -1342,6 +1343,17 @@ BEGIN
         VALUES (v_band, v_gen, v_base, v_tli, v_n, false, v_sysid, v_db, v_home);
     END IF;
     DELETE FROM @extschema@.era_now;
+    IF v_grace IS NOT NULL AND to_regclass('@extschema@.grace_end') IS NOT NULL THEN
+        -- an earlier try of this entry, rolled back: its grace's end
+        EXECUTE 'SELECT CASE WHEN b.last_value = $1 AND e.is_called THEN pg_catalog.to_timestamp(e.last_value / 1000000.0) END
+                   FROM @extschema@.grace_band AS b, @extschema@.grace_end AS e' INTO v_first USING v_band;
+        IF v_first IS NOT NULL THEN
+            v_grace := least(v_grace, v_first);
+        ELSE
+            PERFORM setval('@extschema@.grace_end', (extract(epoch FROM v_grace) * 1000000)::bigint);
+            PERFORM setval('@extschema@.grace_band', v_band);
+        END IF;
+    END IF;
     INSERT INTO @extschema@.era_now (band, boot, first_epoch, last_epoch, database_oid, grace_until)
     VALUES (v_band, pg_postmaster_start_time(), (v_band * 4294967296 + 1), least((v_band + 1)::numeric * 4294967296, 9223372036854775807)::bigint, v_db, v_grace);
     -- Entering an era is durable whatever lease.synchronous_commit says
@@ -1504,6 +1516,24 @@ COMMENT ON FUNCTION @extschema@.era_grace(bigint) IS
     'internal: the end of the grace of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_grace(era_mark())';
 
 REVOKE ALL ON FUNCTION @extschema@.era_grace(bigint) FROM PUBLIC;
+
+-- The first try's grace, kept where a rollback cannot undo it: an acquire
+-- that enters an era with a grace may be rolled back by its caller (an
+-- application that rolls back when it is not given the name), and the next
+-- try must not start the grace again. Two unlogged sequences (the band
+-- entered and the grace's end, in microseconds since 1970), which no
+-- transaction owns and which every crash recovery, promotion and copy
+-- empties, as era_now. PostgreSQL 14 has no unlogged sequence: there, a
+-- rolled-back entry starts the grace again at the next try (docs/grace.md).
+DO $do$
+BEGIN
+    IF current_setting('server_version_num')::int >= 150000 THEN
+        EXECUTE 'CREATE UNLOGGED SEQUENCE @extschema@.grace_band MINVALUE -1 START -1';
+        EXECUTE 'CREATE UNLOGGED SEQUENCE @extschema@.grace_end';
+        EXECUTE 'REVOKE ALL ON SEQUENCE @extschema@.grace_band, @extschema@.grace_end FROM PUBLIC';
+    END IF;
+END
+$do$;
 
 -- The longest TTL acquire, renew and open_session accept, and so the
 -- grace after a fault: no row, the default (1 minute); a row says
