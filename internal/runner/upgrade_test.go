@@ -44,24 +44,24 @@ func TestUpdateCheckCatchesMistakes(t *testing.T) {
 		want []string // in the difference, in order
 	}{
 		{"unchanged", func(s string) (string, error) { return s, nil }, nil},
-		// (objects of the newest update, 0.3.0 to 0.4.0)
-		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC"),
-			[]string{"relation lease.era_now differs", "- fresh:   acl {"}},
+		// (objects of the newest update, 0.4.0 to 0.5.0)
+		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.sessions FROM PUBLIC"),
+			[]string{"relation lease.sessions differs", "- fresh:   acl {"}},
 		{"extra_grant", func(s string) (string, error) {
 			return s + "GRANT SELECT ON TABLE @extschema@.eras TO PUBLIC;\n", nil
 		}, []string{"relation lease.eras differs", "=r/"}},
-		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.current_era() IS"),
-			[]string{"function lease.current_era() differs", "+ updated: comment none"}},
-		{"forgets_table_comment", cut("COMMENT ON TABLE @extschema@.era_now IS"),
-			[]string{"relation lease.era_now differs", "+ updated: comment none"}},
+		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.grace() IS"),
+			[]string{"function lease.grace() differs", "+ updated: comment none"}},
+		{"forgets_table_comment", cut("COMMENT ON TABLE @extschema@.sessions IS"),
+			[]string{"relation lease.sessions differs", "+ updated: comment none"}},
 		{"forgets_search_path", func(s string) (string, error) {
-			i := strings.Index(s, "CREATE FUNCTION @extschema@.new_era(")
+			i := strings.Index(s, "CREATE FUNCTION @extschema@.open_session(")
 			j := strings.Index(s[i:], "SET search_path = pg_catalog, pg_temp\n")
 			if i < 0 || j < 0 {
-				return "", fmt.Errorf("%s: no new_era function with a search path", script)
+				return "", fmt.Errorf("%s: no open_session function with a search path", script)
 			}
 			return s[:i+j] + s[i+j+len("SET search_path = pg_catalog, pg_temp\n"):], nil
-		}, []string{"function lease.new_era() differs", `- fresh:   config {"search_path=pg_catalog, pg_temp"}`}},
+		}, []string{"function lease.open_session(text,interval) differs", `- fresh:   config {"search_path=pg_catalog, pg_temp"}`}},
 	}
 	inst, err := pgserver.FindInstall(ctx, "")
 	if err != nil {
