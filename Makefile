@@ -97,7 +97,7 @@ endif
 all: $(DATA)
 $(DATA): $(BUILD)/pglease.mk
 
-.PHONY: test deps docker images lint-ci go-test failover-ci faults-beside-proofs upgrade-ci failover ha matrix signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
+.PHONY: test deps docker images lint-ci go-test failover-ci faults-beside-proofs upgrade-ci failover ha matrix overlap signed-dist rpm-proof deb-proof soak soak-storage stress-ci fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest deb-build client-majors suites results arm64-ci matrix-arm64
 
 # The images `make test` runs the suites in: the local stand-ins, since this
 # machine cannot pull. Elsewhere `make matrix PGLEASE_IMAGE=postgres` uses
@@ -260,6 +260,11 @@ stress-ci:
 FUZZTIME ?= 30000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCall -fuzztime $(FUZZTIME) ./internal/safety
+
+# The one-clock proof of 0.5.0's grace (internal/safety), every fault with
+# 0.5.0 and every broken variant; make test runs a sample of it.
+overlap:
+	$(GO) test -count=1 -v -timeout 30m -run TestHoldersNeverOverlap ./internal/safety -args -overlap.all
 
 # Benchmarks (bench/ is its own module, so that the peers' dependencies stay
 # out of this one). bench-quick is the smoke run CI does; it asserts no timing.

@@ -37,7 +37,7 @@ import (
 	"github.com/pglease/pglease-gen/lease"
 )
 
-var overlapAll = flag.Bool("overlap.all", false, "TestHoldersNeverOverlap: every fault with every broken variant too (default: every fault with 0.5.0, and 0.4.0's behaviour in the crash at the floor session)")
+var overlapAll = flag.Bool("overlap.all", false, "TestHoldersNeverOverlap: every fault with 0.5.0 and every broken variant (make overlap; default, make test's share: 0.5.0 in the crash at the floor session and the asynchronous failover, and 0.4.0's behaviour in the failover)")
 
 const (
 	holderEnv = "PGLEASE_SAFETY_HOLDER"
@@ -61,7 +61,8 @@ func monotonic() int64 {
 
 // holderMain is a holder process: until its input closes it takes one of
 // the names (TryAcquire, again and again while refused), acts on it for
-// 50-300 ms or 1.5-3 s, checking its lease between steps of 2 ms, and
+// 50-300 ms or (three times in four) 1-4 s, checking its lease between
+// steps of 2 ms, and
 // releases it;
 // it prints "start NAME EPOCH T" when Acquire returned and "end NAME EPOCH
 // T" when it stops acting (T: monotonic ns), before a release.
@@ -87,10 +88,11 @@ func holderMain() int {
 			continue
 		}
 		fmt.Fprintf(out, "start %s %d %d\n", name, l.Epoch, monotonic())
-		// short holdings, and long ones (renewed) that a fault interrupts
+		// short holdings, and more long ones (renewed) that a fault
+		// interrupts
 		d := time.Duration(50+rand.IntN(250)) * time.Millisecond
-		if rand.IntN(2) == 0 {
-			d = time.Duration(1500+rand.IntN(1500)) * time.Millisecond
+		if rand.IntN(4) != 0 {
+			d = time.Duration(1000+rand.IntN(3000)) * time.Millisecond
 		}
 		hold := time.Now().Add(d)
 		for l.Err() == nil && time.Now().Before(hold) && ctx.Err() == nil {
@@ -135,6 +137,7 @@ var (
 // overlapFault is what strikes the run.
 type overlapFault struct {
 	name     string
+	sample   bool   // in make test's share
 	floor    string // lease.set_floor's argument
 	standby  bool
 	variants []overlapVariant // that overlap in it (the broken ones)
@@ -148,7 +151,7 @@ var overlapFaults = []overlapFault{
 	// overlaps reliably here; docs/grace.md)
 	{name: "crash (floor on)", floor: "on",
 		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
-	{name: "crash (floor session)", floor: "session", variants: []overlapVariant{overlapFencing, overlapNoGrace},
+	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
 		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
 	{name: "crash restart (a backend killed)", floor: "session",
 		strike: func(t *testing.T, p, _ *pgserver.Server) {
@@ -163,13 +166,14 @@ var overlapFaults = []overlapFault{
 				t.Fatal(err)
 			}
 		}},
-	{name: "asynchronous failover", floor: "on", standby: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
+	// (the standby cut off 2 s before the primary is killed and promoted)
+	{name: "asynchronous failover", floor: "on", standby: true, sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
 		strike: func(t *testing.T, p, s *pgserver.Server) {
 			ctx := context.Background()
 			if err := s.CutReplication(ctx); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(2 * time.Second)
 			if err := p.Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -193,9 +197,12 @@ func pauseKillRestart(t *testing.T, p *pgserver.Server) {
 func TestHoldersNeverOverlap(t *testing.T) {
 	testenv.Server(t)
 	for _, f := range overlapFaults {
+		if !f.sample && !*overlapAll {
+			continue
+		}
 		vs := []overlapVariant{overlapShipped}
 		for _, b := range f.variants {
-			if *overlapAll || (b.name == overlapFencing.name && f.floor == "session") {
+			if *overlapAll || (b.name == overlapFencing.name && f.standby) {
 				vs = append(vs, b)
 			}
 		}
@@ -207,7 +214,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 				// again: most runs, not every one
 				tries := 1
 				if broken {
-					tries = 4
+					tries = 5
 				}
 				for try := 1; ; try++ {
 					over, what := overlapRun(t, f, v)
