@@ -178,7 +178,9 @@ func TestKeepAliveAndRelease(t *testing.T) {
 	if r := inspect(t, srv, "job"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
 		t.Fatalf("inspect: held %v by %v at %v; the lease is %s at %d", r.held, *r.owner, *r.epoch, l.Owner, l.Epoch)
 	}
-	other, _ := client(t, srv, lease.Config{TTL: time.Second})
+	// (a longer TTL than the holder's: its first call connects, and a
+	// busy machine took more than a 1 s TTL's call timeout, 166 ms)
+	other, _ := client(t, srv, lease.Config{TTL: 10 * time.Second})
 	if _, err := other.TryAcquire(ctx, "job"); !errors.Is(err, lease.ErrNotAcquired) {
 		t.Fatalf("another client's TryAcquire of a held name: %v", err)
 	}
