@@ -39,7 +39,7 @@ func guardedWrites(ctx context.Context, s System, clients int, d time.Duration) 
 		if !guard {
 			return nil
 		}
-		g, err := leaseclient.Acquire(ctx, connOf(c), "guarded-"+strconv.Itoa(i), "g"+strconv.Itoa(i), time.Hour, nil)
+		g, err := leaseclient.Acquire(ctx, connOf(c), "guarded-"+strconv.Itoa(i), "g"+strconv.Itoa(i), time.Minute, nil) // (0.5.0 grants at most a minute by default)
 		if err != nil || !g.Acquired {
 			return errOr(err, "acquire of guarded-%d failed", i)
 		}
