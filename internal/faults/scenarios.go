@@ -64,7 +64,7 @@ var (
 	// (its TTL is the client's shortest, 1 s)
 	ThroughClient = Variant{Name: "0.5.0 through the client", Create: "CREATE EXTENSION pg_lease; SELECT lease.set_max_ttl(interval '1 second')",
 		Grace: 1010 * time.Millisecond, Client: true}
-	NoEras        = Variant{Name: "0.5.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras" + shortMax, Grace: shortGrace, Extension: "pg_lease_noeras",
+	NoEras = Variant{Name: "0.5.0 without eras", Create: "CREATE EXTENSION pg_lease_noeras" + shortMax, Grace: shortGrace, Extension: "pg_lease_noeras",
 		// (the statements that join era_now as "AS c", acquire's and
 		// era_first()'s and era_last()'s, not enter_era's, and the band
 		// acquire's other statements were planned with)
