@@ -371,12 +371,6 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		t.Fatalf("%s: too little traffic on one side of the fault to prove anything", what)
 	}
 	slices.SortFunc(ivs, func(a, b interval) int { return int(a.start - b.start) })
-	if os.Getenv("OVERLAP_DEBUG") != "" {
-		for _, iv := range ivs {
-			t.Logf("%s %s %d [%.3f, %.3f]", iv.name, iv.holder, iv.epoch, float64(iv.start-fault)/1e9, float64(iv.end-fault)/1e9)
-		}
-		t.Logf("struck at %.3f", float64(struck-fault)/1e9)
-	}
 	var over []string
 	for i, a := range ivs {
 		for _, b := range ivs[i+1:] {
