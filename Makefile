@@ -139,6 +139,9 @@ lint-ci:
 # rarely idle, and go test's default of 10 min failed four packages once on
 # a machine with a load of 6-13 on its 2 cores.
 GO_TEST_TIMEOUT ?= 40m
+# The client's tests that also run on pg_lease 0.4.0, where it has no
+# sessions and holds each name on its own (the rest run on the newest).
+CLIENT_PERNAME_TESTS = ^(TestKeepAliveAndRelease|TestKeepAliveAcrossRestart|TestLostWhenTakenOver|TestCancelledWaitSettled|TestManyLeasesKeptAlive|TestDeadlineFromSend|TestCloseReleases|TestCutDuringCall)$$
 # Packages tested at once: three, on 2 cores, since most of their time
 # goes to waiting on servers, containers and package tools (go test's
 # default, the core count, left the machine half idle).
@@ -153,6 +156,7 @@ go-test:
 	  wait $$bench; bstatus=$$?; cat $(BUILD)/go-test-bench.log; \
 	  test $$status -eq 0 && test $$bstatus -eq 0
 	cd lease && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0
 
 # Fault injection (internal/faults): every scenario with the newest version and the
 # variants that lack what it tests, over real servers on unix sockets.

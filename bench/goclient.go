@@ -33,7 +33,7 @@ func bareSystem(dsn, sync string) System {
 		if err != nil {
 			return nil, err
 		}
-		return &bareLease{pgLease{conn, pid}}, nil
+		return &bareLease{pgLease{conn: conn, pid: pid}}, nil
 	}}
 }
 

@@ -91,7 +91,7 @@ func leaseSystems(dsn string) (leaseOn, floorOn, leaseOff, floorOff System) {
 			if err != nil {
 				return nil, err
 			}
-			return wrap(pgLease{conn, pid}), nil
+			return wrap(pgLease{conn: conn, pid: pid}), nil
 		}}
 	}
 	lease := func(p pgLease) Client { return &p }

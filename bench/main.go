@@ -53,7 +53,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), client-ir (the clients' own instructions per cycle under valgrind), ir (instructions per operation under valgrind, with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,keep-alive,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), client-ir (the clients' own instructions per cycle under valgrind), ir (instructions per operation under valgrind, with -baseline)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab or ir: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -170,7 +170,7 @@ func run(o options) error {
 		fmt.Print("\n" + md)
 		return nil
 	}
-	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("pooled") && !o.wants("purge") && !o.wants("soak") {
+	if o.only != "" && !o.wants("cycle") && !o.wants("renew") && !o.wants("keep-alive") && !o.wants("hot") && !o.wants("hand-off") && !o.wants("pooled") && !o.wants("purge") && !o.wants("soak") {
 		hs, err := headlines(ctx, o, names, work)
 		if err != nil {
 			return err
@@ -223,7 +223,7 @@ func run(o options) error {
 			if err != nil {
 				return nil, err
 			}
-			return &advisory{pgLease{conn, pid}}, nil
+			return &advisory{pgLease{conn: conn, pid: pid}}, nil
 		}},
 		{Name: "Redis", Durable: "memory", Connect: func(ctx context.Context) (Client, error) {
 			c := redis.NewClient(&redis.Options{Network: "unix", Addr: redisSock})
@@ -272,6 +272,10 @@ func run(o options) error {
 		// advisory locks do not expire: nothing to renew
 		{"renew", func(s System) bool { return s.Name != "advisory lock" },
 			func(s System) (Result, error) { return renews(ctx, s, names, 8, o.phase) }},
+		// many names kept alive with one call: pg_lease's sessions, etcd's
+		// lease with its keys attached
+		{"keep-alive", func(s System) bool { return (s.Name == "pg_lease" || s.Name == "etcd") && !s.HandOffOnly },
+			func(s System) (Result, error) { return keepAlives(ctx, s, names, 8, o.phase) }},
 		{"hot", all, func(s System) (Result, error) { return hot(ctx, s, 8, o.phase) }},
 		// a waiter's delay does not depend on the holder's commit durability
 		{"hand-off", func(s System) bool { return s.Durable != "sync off" },

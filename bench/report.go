@@ -47,6 +47,7 @@ func report(rs []Result, soak Soak, hs []Headline, purge PurgeRun, pooled Pooled
 	sections := []struct{ workload, title string }{
 		{"cycle", "Acquire + release cycles on 1,000 names (each client on its own names)"},
 		{"renew", "Renew-heavy: 8 clients, each renewing its 10 leases in turn"},
+		{"keep-alive", "Keep-alive-heavy: 8 clients, each keeping its 10 names alive with one call (pg_lease 0.5.0's session, an etcd lease with the 10 keys); ops = names kept alive"},
 		{"hot", "One hot name, 8 clients trying without waiting (ops = successful cycles)"},
 	}
 	for _, sec := range sections {

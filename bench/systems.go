@@ -38,8 +38,9 @@ type System struct {
 // ---- pg_lease
 
 type pgLease struct {
-	conn *pgx.Conn
-	pid  int
+	conn    *pgx.Conn
+	pid     int
+	session *pgSession // HoldAll's
 }
 
 func pgConnect(ctx context.Context, dsn, syncCommit string) (*pgx.Conn, int, error) {
@@ -213,7 +214,10 @@ func (r *redisClient) Close()          { r.c.Close() }
 // that puts the key only if it does not exist; revoking the lease deletes
 // the key, so release and renew need the token and nothing else
 
-type etcdClient struct{ c *clientv3.Client }
+type etcdClient struct {
+	c     *clientv3.Client
+	lease clientv3.LeaseID // HoldAll's
+}
 
 func (e *etcdClient) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
 	l, err := e.c.Grant(ctx, max(1, int64(ttl/time.Second)))
@@ -254,3 +258,77 @@ func (e *etcdClient) Release(ctx context.Context, _, _ string, token int64) (boo
 
 func (e *etcdClient) BackendPID() int { return 0 }
 func (e *etcdClient) Close()          { e.c.Close() }
+
+// Keeper is a client that keeps many names alive with one call:
+// pg_lease's session (0.5.0), an etcd lease with every key attached.
+type Keeper interface {
+	// HoldAll takes names under one session (lease) of owner's.
+	HoldAll(ctx context.Context, owner string, names []string, ttl time.Duration) error
+	// KeepAll renews the session, and so every name under it.
+	KeepAll(ctx context.Context) (bool, error)
+	// DropAll ends the session, releasing its names, through via (a
+	// client of the same system: this one may be closed).
+	DropAll(ctx context.Context, via Client) error
+}
+
+// pgSession is pg_lease's session on a pgLease client's connection.
+type pgSession struct {
+	id    int64
+	owner string
+}
+
+func (c *pgLease) HoldAll(ctx context.Context, owner string, names []string, ttl time.Duration) error {
+	var s pgSession
+	s.owner = owner
+	if err := c.conn.QueryRow(ctx, "SELECT session FROM lease.open_session($1, $2::interval)", owner, ttl).Scan(&s.id); err != nil {
+		return err
+	}
+	for _, name := range names {
+		var ok bool
+		if err := c.conn.QueryRow(ctx, "SELECT acquired FROM lease.session_acquire($1, $2, $3)", s.id, owner, name).Scan(&ok); err != nil || !ok {
+			return errOr(err, "session_acquire of free %s failed", name)
+		}
+	}
+	c.session = &s
+	return nil
+}
+
+func (c *pgLease) KeepAll(ctx context.Context) (bool, error) {
+	var status string
+	err := c.conn.QueryRow(ctx, "SELECT status FROM lease.keep_alive($1, $2)", c.session.id, c.session.owner).Scan(&status)
+	return status == "ok", err
+}
+
+func (c *pgLease) DropAll(ctx context.Context, via Client) error {
+	_, err := via.(*pgLease).conn.Exec(ctx, "SELECT lease.close_session($1, $2)", c.session.id, c.session.owner)
+	return err
+}
+
+// etcd: one lease, every key attached to it.
+func (e *etcdClient) HoldAll(ctx context.Context, owner string, names []string, ttl time.Duration) error {
+	l, err := e.c.Grant(ctx, max(1, int64(ttl/time.Second)))
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		resp, err := e.c.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(name), "=", 0)).
+			Then(clientv3.OpPut(name, owner, clientv3.WithLease(l.ID))).
+			Commit()
+		if err != nil || !resp.Succeeded {
+			return errOr(err, "put of free %s failed", name)
+		}
+	}
+	e.lease = l.ID
+	return nil
+}
+
+func (e *etcdClient) KeepAll(ctx context.Context) (bool, error) {
+	_, err := e.c.KeepAliveOnce(ctx, e.lease)
+	return err == nil, err
+}
+
+func (e *etcdClient) DropAll(ctx context.Context, via Client) error {
+	_, err := via.(*etcdClient).c.Revoke(ctx, e.lease)
+	return err
+}

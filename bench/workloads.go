@@ -643,3 +643,43 @@ func machine(pg, redis string) []string {
 			model.PgLease.Version(), pg, redis, runtime.Version()),
 	}
 }
+
+// keepAlives: each client holds ten names under one session (an etcd
+// lease with the ten keys) and keeps them alive with one call after
+// another; Ops counts names kept alive (ten a call), so that the figure
+// compares with renews' (one name a call).
+func keepAlives(ctx context.Context, s System, names []string, clients int, d time.Duration) (Result, error) {
+	keep := func(c Client, _, _ int) (bool, error) {
+		ok, err := c.(Keeper).KeepAll(ctx)
+		if err != nil || !ok {
+			return false, errOr(err, "keep-alive failed")
+		}
+		return true, nil
+	}
+	var held []Keeper
+	r, err := parallel(ctx, s, clients, d, func(c Client, i int) error {
+		k, ok := c.(Keeper)
+		if !ok {
+			return fmt.Errorf("%s keeps no names alive with one call", s.Name)
+		}
+		if err := k.HoldAll(ctx, "k"+strconv.Itoa(i), names[500+i*10:510+i*10], time.Minute); err != nil {
+			return err
+		}
+		held = append(held, k)
+		return warm(c, i, keep)
+	}, keep)
+	// leave the names free for the next system
+	if via, cerr := s.Connect(ctx); cerr == nil {
+		for _, k := range held {
+			if derr := k.DropAll(ctx, via); derr != nil && err == nil {
+				err = derr
+			}
+		}
+		via.Close()
+	} else if err == nil {
+		err = cerr
+	}
+	r.Ops *= 10
+	r.Workload = "keep-alive"
+	return r, err
+}

@@ -57,24 +57,47 @@ const (
 	// this machine's clock
 	inspectSQL = "SELECT held, owner, epoch, greatest(expires_at - clock_timestamp(), interval '0') FROM lease.inspect($1)"
 	guardSQL   = "SELECT lease.guard($1, $2, $3)"
+	// sessions (pg_lease 0.5.0)
+	openSessionSQL    = "SELECT session, expires_at, era FROM lease.open_session($1, $2::interval)"
+	sessionAcquireSQL = "SELECT acquired, epoch, expires_at FROM lease.session_acquire($1, $2, $3)"
+	keepAliveSQL      = "SELECT status, expires_at, era FROM lease.keep_alive($1, $2)"
+	// the names the server holds under a session (its owner is the
+	// session's alone)
+	sessionNamesSQL = "SELECT name, epoch FROM lease.list() WHERE owner = $1"
+	closeSessionSQL = "SELECT status, released FROM lease.close_session($1, $2)"
 )
 
 // Client holds leases on one database. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
 	log    *slog.Logger
-	calls  *slot // acquire, release, inspect
-	keep   *slot // renewals: not delayed by a slow acquire
+	calls  *slot // acquire, release, inspect, sessions opened and closed
+	keep   *slot // keep-alives and renewals: not delayed by a slow acquire
 	listen *listener
 	token  string // this client's part of each grant's owner
 	seq    atomic.Uint64
 
+	// opening is held while a session is opened
+	opening sync.Mutex
+
 	mu     sync.Mutex
 	held   map[*Lease]struct{}
 	byName map[string]*Lease // the held leases by name
-	closed bool
-	// renewTimer starts the held leases' renewals (renewDue); it fires
-	// at renewWhen, zero while it rests
+	// acquiring: the names a TryAcquire of this client is taking now
+	acquiring map[string]bool
+	// session is the client's session, nil until the first acquire and
+	// after it was lost; perName, that the extension has none (before
+	// 0.5.0): each lease then has a keeper of its own
+	session *keeper
+	perName bool
+	// keepers: every keeper that lives (the session, and the leases of
+	// their own)
+	keepers map[*keeper]struct{}
+	// leftovers: the names under a session whose Release failed, by name
+	leftovers map[string]leftover
+	closed    bool
+	// renewTimer starts the keepers' renewals (renewDue); it fires at
+	// renewWhen, zero while it rests
 	renewTimer *time.Timer
 	renewWhen  time.Time
 }
@@ -94,7 +117,9 @@ func New(connString string, cfg Config) (*Client, error) {
 	}
 	var b [6]byte
 	crand.Read(b[:])
-	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]), held: map[*Lease]struct{}{}, byName: map[string]*Lease{}}
+	c := &Client{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(b[:]),
+		held: map[*Lease]struct{}{}, byName: map[string]*Lease{}, acquiring: map[string]bool{},
+		keepers: map[*keeper]struct{}{}, leftovers: map[string]leftover{}}
 	c.calls = newSlot(pc, cfg.CallTimeout, cancelGrace)
 	// a renewal's outcome never needs settling (one that is lost extends
 	// nothing the client counts on): its connection is dropped soon after
@@ -106,14 +131,16 @@ func New(connString string, cfg Config) (*Client, error) {
 
 // Close ends the client: every lease it holds ends with ErrClosed (their
 // contexts end) and is released on the server, so that a waiter takes the
-// name at once, as etcd's Session.Close revokes its lease; then its
-// connections close. The releases take at most 2×CallTimeout in all; a
-// lease whose release fails lapses at its TTL, and Close returns the
-// error. Orphan ends the client without releasing.
+// name at once, as etcd's Session.Close revokes its lease: the client's
+// session is closed, which releases every name under it in one call (on
+// an extension before 0.5.0 each lease is released); then its
+// connections close. The releases take at most 2×CallTimeout in all; if
+// they fail, the names lapse at their TTL, and Close returns the error.
+// Orphan ends the client without releasing.
 func (c *Client) Close() error { return c.close(true) }
 
-// Orphan ends the client as Close does but leaves its leases on the
-// server to lapse at their TTL (etcd's Session.Orphan): for a process
+// Orphan ends the client as Close does but leaves its session and leases
+// on the server to lapse at their TTL (etcd's Session.Orphan): for a process
 // that hands its work over by time, or that cannot reach the server.
 func (c *Client) Orphan() error { return c.close(false) }
 
@@ -131,17 +158,29 @@ func (c *Client) close(release bool) error {
 	for l := range c.held {
 		held = append(held, l)
 	}
+	session := c.session
 	c.mu.Unlock()
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 2*c.cfg.CallTimeout)
 	defer cancel()
 	for _, l := range held {
+		if l.k.session != 0 {
+			continue // ended with the session, below
+		}
 		if release {
 			errs = append(errs, l.release(ctx, ErrClosed))
 			continue
 		}
 		l.end(ErrClosed)
-		l.waitRenewal()
+		l.k.waitRenewal()
+	}
+	if session != nil {
+		session.end(func(*Lease) error { return ErrClosed }, true)
+		if release {
+			errs = append(errs, session.closeSession())
+		} else {
+			session.waitRenewal()
+		}
 	}
 	c.listen.close()
 	errs = append(errs, c.calls.close(), c.keep.close())
@@ -151,8 +190,10 @@ func (c *Client) close(release bool) error {
 // Config is the client's configuration, with New's defaults filled in.
 func (c *Client) Config() Config { return c.cfg }
 
-// owner is a new grant's owner: the configured owner and a suffix unique
-// to this grant, so that inspect tells this grant from any other.
+// owner is a new grant's owner when the extension has no sessions: the
+// configured owner and a suffix unique to this grant, so that inspect
+// tells this grant from any other. (A session's owner has a suffix
+// unique to the session: sessionFor.)
 func (c *Client) owner() string {
 	return c.cfg.Owner + "#" + c.token + "." + strconv.FormatUint(c.seq.Add(1), 10)
 }
@@ -160,7 +201,9 @@ func (c *Client) owner() string {
 // TryAcquire takes the lease on name if it is free (released or lapsed),
 // without waiting: ErrNotAcquired when another owner holds it (a
 // *GraceError, which is one too, when the server is in its grace after a
-// fault), ErrAlreadyHeld when this client does.
+// fault), ErrAlreadyHeld when this client does. The name is held under
+// the client's session, opened by the first acquire (pg_lease 0.5.0 and
+// later), or on its own on an older extension.
 func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	c.mu.Lock()
 	closed, mine := c.closed, c.byName[name]
@@ -171,13 +214,82 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	if mine != nil && mine.Err() == nil {
 		return nil, fmt.Errorf("lease %q (epoch %d): %w", name, mine.Epoch, ErrAlreadyHeld)
 	}
+	// one acquire of a name at a time in this client: under one session,
+	// a second would be granted the first's lease again
+	c.mu.Lock()
+	busy := c.acquiring[name]
+	c.acquiring[name] = true
+	c.mu.Unlock()
+	if busy {
+		return nil, fmt.Errorf("lease %q: another call of this client is acquiring it: %w", name, ErrNotAcquired)
+	}
+	defer func() {
+		c.mu.Lock()
+		delete(c.acquiring, name)
+		c.mu.Unlock()
+	}()
+	for try := 0; ; try++ {
+		k, err := c.sessionFor(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lease %q: %w", name, err)
+		}
+		if k == nil {
+			return c.tryOwn(ctx, name)
+		}
+		l, err := c.tryUnder(ctx, k, name)
+		if errors.Is(err, errSessionGone) && try == 0 {
+			continue // once more, under a new session
+		}
+		return l, err
+	}
+}
+
+// errSessionGone: session_acquire found the session gone (lapsed on the
+// server, or lost with a restore): the client opens a new one.
+var errSessionGone = errors.New("the client's session is no longer alive on the server")
+
+// tryOwn takes name on its own, with an owner unique to this grant.
+func (c *Client) tryOwn(ctx context.Context, name string) (*Lease, error) {
 	owner := c.owner()
 	sent := time.Now()
+	return c.grant(ctx, name, owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
+		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL)
+	}, func(epoch int64) *Lease { return c.hold(name, owner, epoch, sent) })
+}
+
+// tryUnder takes name under session k.
+func (c *Client) tryUnder(ctx context.Context, k *keeper, name string) (*Lease, error) {
+	// a name whose release failed under this session is released first:
+	// the session would give it back with its epoch, which that release,
+	// retried, would end
+	c.mu.Lock()
+	lo, left := c.leftovers[name]
+	c.mu.Unlock()
+	if left && lo.k == k {
+		if err := c.releaseLeftover(ctx, lo); err != nil {
+			return nil, fmt.Errorf("lease %q: its earlier release (epoch %d) has not reached the server yet: %w", name, lo.epoch, err)
+		}
+	}
+	l, err := c.grant(ctx, name, k.owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
+		return conn.QueryRow(ctx, sessionAcquireSQL, k.session, k.owner, name)
+	}, func(epoch int64) *Lease { return c.holdUnder(k, name, epoch) })
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55000" {
+		k.lose("lapsed", err)
+		return nil, fmt.Errorf("lease %q: %w: %w", name, errSessionGone, err)
+	}
+	return l, err
+}
+
+// grant runs an acquire (query: its row of acquired, epoch, expires_at)
+// for owner and holds what it granted. An acquire whose outcome is
+// unknown is settled with lease.inspect first.
+func (c *Client) grant(ctx context.Context, name, owner string, query func(context.Context, *pgx.Conn) pgx.Row, hold func(epoch int64) *Lease) (*Lease, error) {
 	var acquired bool
 	var epoch *int64
 	var until *time.Time
 	warned, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL).Scan(&acquired, &epoch, &until)
+		return query(ctx, conn).Scan(&acquired, &epoch, &until)
 	})
 	if err == nil && !warned {
 		if !acquired && until != nil {
@@ -186,7 +298,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 		if !acquired || epoch == nil {
 			return nil, ErrNotAcquired
 		}
-		return c.hold(name, owner, *epoch, sent), nil
+		return hold(*epoch), nil
 	}
 	if err != nil && known(err) {
 		return nil, fmt.Errorf("lease %q: acquire: %w", name, err)
@@ -206,9 +318,11 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("lease %q: acquire's outcome is unknown (%s) and could not be settled (%w): not held; a grant it made lapses after the TTL", name, why, serr)
 	}
+	// the owner is this grant's, or this client's session's, which no
+	// other call of the client is acquiring the name under (acquiring)
 	if st.held && st.owner == owner {
 		c.log.Info("pg_lease: an acquire with an unknown outcome was granted", "name", name, "epoch", st.epoch, "cause", why)
-		return c.hold(name, owner, st.epoch, sent), nil
+		return hold(st.epoch), nil
 	}
 	c.log.Info("pg_lease: an acquire with an unknown outcome was not granted", "name", name, "cause", why)
 	if err == nil {
@@ -351,6 +465,13 @@ func known(err error) bool {
 func isPgError(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe)
+}
+
+// isUndefinedFunction: the server has no such function (an extension
+// older than the call).
+func isUndefinedFunction(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42883"
 }
 
 // connectError: the call was never sent.

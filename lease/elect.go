@@ -41,7 +41,7 @@ func (c *Client) Campaign(ctx context.Context, name string, lead func(ctx contex
 // Holder is who holds a name, as Observe and Election.Leader report it.
 type Holder struct {
 	Held  bool
-	Owner string // the holder's owner (its Config.Owner and a grant suffix)
+	Owner string // the holder's owner (its Config.Owner and a session's or grant's suffix)
 	// Candidate is Owner without the grant's suffix: the holder's
 	// Config.Owner, to compare with a candidate's own (Owner itself for
 	// a holder that is not this package's client)
@@ -52,7 +52,8 @@ type Holder struct {
 	Err error
 }
 
-// candidate cuts a grant's suffix ("#token.seq", Client.owner) off owner.
+// candidate cuts a session's or grant's suffix ("#token.sN" or
+// "#token.N": sessionFor, Client.owner) off owner.
 func candidate(owner string) string {
 	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
 		return owner[:i]

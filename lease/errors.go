@@ -37,19 +37,25 @@ func (e *GraceError) Error() string {
 // Is makes a GraceError an ErrNotAcquired.
 func (e *GraceError) Is(target error) bool { return target == ErrNotAcquired }
 
-// LostError says a held lease is lost: the server answered a renewal with
-// not_owner, epoch_mismatch or lapsed, or no renewal succeeded before the
-// local deadline. Work fenced by the lease's epoch must stop.
+// LostError says a held lease is lost: the server answered a renewal (or
+// the session's keep-alive) with not_owner, epoch_mismatch or lapsed, no
+// renewal succeeded before the local deadline, or after a change of the
+// server's era (a failover, a restore) the server no longer holds the
+// name under the client's session. Work fenced by the lease's epoch must
+// stop.
 type LostError struct {
 	Name   string
 	Epoch  int64
-	Reason string // not_owner, epoch_mismatch, lapsed, or "deadline" (no renewal in time)
+	Reason string // not_owner, epoch_mismatch, lapsed, "deadline" (no renewal in time) or "era" (the grant lost with the server's history)
 	Cause  error  // the last error of a renewal, for "deadline"
 }
 
 func (e *LostError) Error() string {
 	if e.Reason == "deadline" {
 		return fmt.Sprintf("lease %q (epoch %d) lost: no renewal succeeded before the local deadline: %v", e.Name, e.Epoch, e.Cause)
+	}
+	if e.Reason == "era" {
+		return fmt.Sprintf("lease %q (epoch %d) lost: the server changed era (a failover or a restore) and no longer holds it under the client's session", e.Name, e.Epoch)
 	}
 	return fmt.Sprintf("lease %q (epoch %d) lost: the server says %s", e.Name, e.Epoch, e.Reason)
 }

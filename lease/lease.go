@@ -12,60 +12,54 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Lease is a held lease. It renews itself every Config.RenewEvery until
-// it is released or lost; its Context ends then.
+// Lease is a held lease. It is kept alive every Config.RenewEvery, with
+// every other lease of its client, by one keep-alive of the client's
+// session (pg_lease 0.5.0 and later; on older extensions by a renewal of
+// its own), until it is released or lost; its Context ends then.
 type Lease struct {
 	// Name is the resource's name.
 	Name string
-	// Owner is the owner this grant holds the lease under (the client's
-	// Config.Owner and a suffix unique to the grant).
+	// Owner is the owner this grant holds the lease under: the client's
+	// Config.Owner and a suffix unique to the client's session (on
+	// extensions before 0.5.0, to the grant).
 	Owner string
 	// Epoch is the fencing token: larger for every later holder of the
 	// name. Compare epochs; never subtract them.
 	Epoch int64
 
 	c      *Client
+	k      *keeper         // keeps it alive; its deadline is the lease's
 	ctx    context.Context // ends (Done, Cause) when the lease ends
 	cancel context.CancelCauseFunc
 	held   *heldCtx // Context: ctx, and Err that consults the clock
-	// renewing is held while a renewal runs (in a goroutine of its own,
-	// started by the client's renewal timer: a lease has no goroutine of
-	// its own between renewals)
-	renewing sync.Mutex
-	// next is when the lease is renewed next; zero while a renewal runs.
-	// Guarded by the client's mu.
-	next time.Time
 
-	mu       sync.Mutex
-	err      error     // why it ended; nil while held
-	deadline time.Time // the local deadline (monotonic)
-	// timer fires at the deadline; set when the first renewal is due
-	// (before the deadline, by CallTimeout at least: Config), so that a
-	// lease released before then costs no timer of its own
-	timer *time.Timer
-	// lastRenewErr is the last renewal's failure, for the deadline's error
-	lastRenewErr error
-	// renewSent is when the running renewal was sent; zero between them
-	renewSent time.Time
-	// failures counts the renewals that failed in a row (only the first
-	// of a run is logged as a warning)
-	failures int
+	mu  sync.Mutex
+	err error // why it ended; nil while held
 }
 
-// hold starts keeping a granted lease, whose grant was sent at sent.
+// hold starts keeping a granted lease, whose grant was sent at sent, on
+// its own (an extension without sessions).
 func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
-	l := &Lease{Name: name, Owner: owner, Epoch: epoch, c: c}
+	c.mu.Lock()
+	k := c.newKeeperLocked(0, owner, sent)
+	c.mu.Unlock()
+	return c.holdUnder(k, name, epoch)
+}
+
+// holdUnder starts keeping a granted lease under k (the session it was
+// granted under, or its own keeper).
+func (c *Client) holdUnder(k *keeper, name string, epoch int64) *Lease {
+	l := &Lease{Name: name, Owner: k.owner, Epoch: epoch, c: c, k: k}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.held = &heldCtx{Context: l.ctx, l: l}
-	l.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)
 	c.mu.Lock()
 	closed := c.closed
 	c.held[l] = struct{}{}
 	c.byName[name] = l
-	c.renewAtLocked(l, sent.Add(c.cfg.RenewEvery))
 	c.mu.Unlock()
+	k.add(l)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch)
+		c.log.Debug("pg_lease: acquired", "name", name, "epoch", epoch, "session", k.session)
 	}
 	if closed {
 		l.end(ErrClosed)
@@ -98,24 +92,26 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	err := l.err
-	past := err == nil && !time.Now().Before(l.deadline)
 	l.mu.Unlock()
-	if !past {
+	if err != nil {
 		return err
 	}
-	l.deadlinePassed()
+	if l.k.passed() {
+		l.k.deadlinePassed()
+	}
+	// (its keeper may be ending its leases in another goroutine, the
+	// deadline's timer's: this one is ended now)
+	if lost := l.k.lostFor(l); lost != nil {
+		l.end(lost)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
 // Deadline is the local deadline: the lease counts as lost then unless a
-// renewal succeeds first.
-func (l *Lease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadline
-}
+// renewal (the session's keep-alive) succeeds first.
+func (l *Lease) Deadline() time.Time { return l.k.Deadline() }
 
 // heldCtx is a context that ends with a lease (the lease's own, and
 // Run's): Err consults the lease's clock as well as the inner context.
@@ -162,14 +158,16 @@ func (l *Lease) end(err error) {
 		return
 	}
 	l.err = err
-	if l.timer != nil {
-		l.timer.Stop()
-	}
 	l.mu.Unlock()
 	l.cancel(err)
 	var lost *LostError
 	if errors.As(err, &lost) {
-		l.c.log.Warn("pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
+		// a session's loss is logged once, for all its names
+		level := slog.LevelWarn
+		if l.k.session != 0 {
+			level = slog.LevelDebug
+		}
+		l.c.log.Log(context.Background(), level, "pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
 	}
 	l.c.mu.Lock()
 	delete(l.c.held, l)
@@ -177,24 +175,7 @@ func (l *Lease) end(err error) {
 		delete(l.c.byName, l.Name)
 	}
 	l.c.mu.Unlock()
-}
-
-func (l *Lease) deadlinePassed() {
-	l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "deadline", Cause: l.lastErr()})
-}
-
-// lastErr says, for the deadline's error, why no renewal succeeded.
-func (l *Lease) lastErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.lastRenewErr != nil:
-		return l.lastRenewErr
-	case !l.renewSent.IsZero():
-		return fmt.Errorf("the renewal sent %v before the deadline had not answered", l.deadline.Sub(l.renewSent).Round(time.Millisecond))
-	default:
-		return errors.New("no renewal was sent (the process did not run, or ran late, while one was due)")
-	}
+	l.k.remove(l)
 }
 
 // lostErr is the lease's end if it was not released by its holder: a
@@ -206,162 +187,14 @@ func (l *Lease) lostErr() error {
 	return nil
 }
 
-// armDeadline sets the timer that ends the lease at its deadline, once.
-func (l *Lease) armDeadline() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.timer == nil && l.err == nil {
-		l.timer = time.AfterFunc(time.Until(l.deadline), l.deadlinePassed)
-	}
-}
-
-// keepAlive renews the lease, RenewEvery after the last renewal; after
-// a failure it tries again sooner, until the deadline ends the lease.
-// Only the server's not_owner, epoch_mismatch and lapsed end it at once.
-// The client's renewal timer starts it in a goroutine of its own.
-func (l *Lease) keepAlive() {
-	l.renewing.Lock()
-	defer l.renewing.Unlock()
-	if l.Err() != nil {
-		return
-	}
-	cfg := l.c.cfg
-	sent := time.Now()
-	l.mu.Lock()
-	l.renewSent = sent
-	l.mu.Unlock()
-	var status string
-	warned, err := l.c.keep.do(l.ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, renewSQL, l.Name, l.Owner, l.Epoch, cfg.TTL).Scan(&status)
-	})
-	l.mu.Lock()
-	l.renewSent = time.Time{}
-	l.mu.Unlock()
-	switch {
-	case err == nil && status == "ok" && !warned:
-		l.renewed(sent)
-		l.c.renewAt(l, time.Now().Add(cfg.RenewEvery))
-	case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
-		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: status})
-	default:
-		// transient (or a renewal not known to be durable): again soon
-		if err == nil {
-			err = fmt.Errorf("renew returned %q", status)
-			if warned {
-				err = errors.New("renew drew the cancelled wait for synchronous replication")
-			}
-		}
-		l.mu.Lock()
-		l.lastRenewErr = err
-		l.failures++
-		first := l.failures == 1
-		l.mu.Unlock()
-		// the first failure of a run is a warning; the retries, debug
-		level := slog.LevelDebug
-		if first {
-			level = slog.LevelWarn
-		}
-		l.c.log.Log(context.Background(), level, "pg_lease: renewal failed; retrying until the deadline", "name", l.Name, "epoch", l.Epoch, "deadline", time.Until(l.Deadline()), "err", err)
-		l.c.renewAt(l, time.Now().Add(max(cfg.RenewEvery/4, 50*time.Millisecond)))
-	}
-}
-
-// renewAt sets l's next renewal at t, unless l has ended.
-func (c *Client) renewAt(l *Lease, t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.held[l]; ok {
-		c.renewAtLocked(l, t)
-	}
-}
-
-// renewAtLocked sets l's next renewal at t, and the client's renewal
-// timer to fire by then. One timer serves every lease of the client: a
-// lease taken and released between two of its firings costs no timer
-// of its own. c.mu is held.
-func (c *Client) renewAtLocked(l *Lease, t time.Time) {
-	l.next = t
-	if !c.renewWhen.IsZero() && !t.Before(c.renewWhen) {
-		return // it fires before t
-	}
-	c.renewWhen = t
-	if c.renewTimer == nil {
-		c.renewTimer = time.AfterFunc(time.Until(t), c.renewDue)
-	} else {
-		c.renewTimer.Reset(time.Until(t))
-	}
-}
-
-// renewDue is the renewal timer's: it starts the renewal of every held
-// lease that is due within RenewEvery/8 (a little early, so that the
-// renewals of leases taken close together go in one firing, and the
-// timer fires a few times per RenewEvery however many leases are held),
-// each in a goroutine of its own after setting its deadline's timer, and
-// sets the timer for the next renewal due.
-func (c *Client) renewDue() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.renewWhen = time.Time{}
-	if c.closed {
-		return
-	}
-	horizon := time.Now().Add(c.cfg.RenewEvery / 8)
-	var first time.Time
-	for l := range c.held {
-		switch {
-		case l.next.IsZero(): // its renewal runs
-		case !l.next.After(horizon):
-			l.next = time.Time{}
-			l.armDeadline()
-			go l.keepAlive()
-		case first.IsZero() || l.next.Before(first):
-			first = l.next
-		}
-	}
-	if !first.IsZero() {
-		c.renewWhen = first
-		c.renewTimer.Reset(time.Until(first))
-	}
-}
-
-// waitRenewal returns once no renewal runs; after end, none starts.
-func (l *Lease) waitRenewal() {
-	l.renewing.Lock()
-	l.renewing.Unlock() // a barrier: nothing to do inside
-}
-
-// renewed moves the deadline after a renewal sent at sent, unless the
-// lease has ended meanwhile or its deadline passed before the answer
-// came (the loss stands: Err may have reported it already).
-func (l *Lease) renewed(sent time.Time) {
-	l.mu.Lock()
-	if l.err != nil {
-		l.mu.Unlock()
-		return
-	}
-	if !time.Now().Before(l.deadline) {
-		l.mu.Unlock()
-		l.deadlinePassed()
-		return
-	}
-	l.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)
-	l.lastRenewErr = nil
-	if l.failures > 0 {
-		l.c.log.Info("pg_lease: renewed again", "name", l.Name, "epoch", l.Epoch, "failed before", l.failures)
-		l.failures = 0
-	}
-	if l.timer.Stop() {
-		l.timer.Reset(time.Until(l.deadline))
-	}
-	l.mu.Unlock()
-}
-
 // Release ends the lease and releases it on the server, with its epoch,
 // so that a retried release can never end a later holder's lease. It is
 // idempotent: releasing a lease that is already released or lost returns
-// nil. An error means the server could not be told; the lease then lapses
-// after its TTL. Afterwards Err is ErrReleased, or the loss when the lease
-// was lost before Release.
+// nil. An error means the server could not be told: a lease under the
+// client's session is released with the session's next keep-alive that
+// can (or when the session ends), one held on its own lapses after its
+// TTL. Afterwards Err is ErrReleased, or the loss when the lease was lost
+// before Release.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.release(ctx, ErrReleased)
 }
@@ -369,7 +202,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // release ends the lease with why and releases it on the server.
 func (l *Lease) release(ctx context.Context, why error) error {
 	l.end(why)
-	l.waitRenewal()
+	if l.k.session == 0 {
+		l.k.waitRenewal()
+	}
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
@@ -385,6 +220,14 @@ func (l *Lease) release(ctx context.Context, why error) error {
 		if isPgError(err) || ctx.Err() != nil {
 			break
 		}
+	}
+	if l.k.session != 0 && !l.k.ended() {
+		// the session's keep-alives would keep the name held: released
+		// after the next one that succeeds
+		l.c.mu.Lock()
+		l.c.leftovers[l.Name] = leftover{k: l.k, name: l.Name, epoch: l.Epoch}
+		l.c.mu.Unlock()
+		return fmt.Errorf("lease %q: release: %w (tried again after each keep-alive of the session)", l.Name, err)
 	}
 	return fmt.Errorf("lease %q: release: %w", l.Name, err)
 }

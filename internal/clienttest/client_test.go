@@ -33,6 +33,11 @@ import (
 // major (make client-majors) instead of this machine's PostgreSQL.
 var major = flag.Int("clienttest.major", 0, "run on the pinned server build of this major instead of PG_CONFIG's")
 
+// version, when set, creates that version of pg_lease instead of the
+// newest: 0.4.0 runs the tests on a client that holds each name on its
+// own (no sessions), as it does on any extension before 0.5.0.
+var version = flag.String("clienttest.version", "", "create this version of pg_lease (0.4.0: the client without sessions) instead of the newest")
+
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()
@@ -49,10 +54,23 @@ func server(t *testing.T) *pgserver.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop() })
-	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE EXTENSION pg_lease"); err != nil {
+	create := "CREATE EXTENSION pg_lease"
+	if *version != "" {
+		create += " VERSION '" + *version + "'"
+	}
+	if err := pgserver.Exec(ctx, srv.DSN("postgres"), create); err != nil {
 		t.Fatal(err)
 	}
 	return srv
+}
+
+// sessions says the server's pg_lease has sessions (0.5.0 and later):
+// the client holds its names under one.
+func sessions(t *testing.T, srv *pgserver.Server) bool {
+	t.Helper()
+	var n int
+	queryRow(t, srv, "SELECT count(*) FROM pg_proc WHERE proname = 'open_session' AND pronamespace = 'lease'::regnamespace", nil, &n)
+	return n > 0
 }
 
 // pinned starts the pinned server build of major (unpacked from the
@@ -147,6 +165,12 @@ func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
 // longer: a trigger sleeps, as a slow disk or commit would.
 func slowWrites(t *testing.T, srv *pgserver.Server, events, cond string, seconds float64) {
 	t.Helper()
+	slowTable(t, srv, "lease.leases", events, cond, seconds)
+}
+
+// slowTable is slowWrites on another table.
+func slowTable(t *testing.T, srv *pgserver.Server, table, events, cond string, seconds float64) {
+	t.Helper()
 	n := slowTriggers.Add(1)
 	exec(t, srv, fmt.Sprintf(`CREATE FUNCTION public.pglease_slow_%d() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -155,7 +179,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$`, n, cond, seconds),
-		fmt.Sprintf("CREATE TRIGGER pglease_slow_%d AFTER %s ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_%d()", n, events, n))
+		fmt.Sprintf("CREATE TRIGGER pglease_slow_%d AFTER %s ON %s FOR EACH ROW EXECUTE FUNCTION public.pglease_slow_%d()", n, events, table, n))
 }
 
 // slowTriggers numbers slowWrites' triggers.
@@ -300,7 +324,11 @@ func TestHandOff(t *testing.T) {
 			l.Release(ctx) // already released: only stops the keep-alive
 		case "unnotified":
 			// what release() writes, without release(): nobody is told
-			exec(t, srv, "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1 WHERE name = 'handoff'")
+			free := "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1 WHERE name = 'handoff'"
+			if sessions(t, srv) {
+				free = "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1, session_id = NULL WHERE name = 'handoff'"
+			}
+			exec(t, srv, free)
 			l.Release(ctx)
 		}
 		received := false
@@ -412,8 +440,10 @@ func TestWaitBeforeWatch(t *testing.T) {
 	}
 }
 
-// TestLostWhenTakenOver: when the server gives the name to another owner,
-// the next renewal ends the lease at once with not_owner; Run's function
+// TestLostWhenTakenOver: when the server gives the name to another owner
+// (held on its own; under a session, once the session has lapsed), the
+// next renewal (keep-alive) ends the lease at once with not_owner
+// (lapsed); Run's function
 // sees its context end with that cause, and Guard refuses; Run's release
 // afterwards leaves the new owner's lease alone.
 func TestLostWhenTakenOver(t *testing.T) {
@@ -435,7 +465,14 @@ func TestLostWhenTakenOver(t *testing.T) {
 		}
 		tx.Rollback(ctx)
 		start := time.Now()
-		exec(t, srv, "UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1 WHERE name = 'taken'")
+		if sessions(t, srv) {
+			// under a session, the name is another's only once the
+			// session has lapsed: its keep-alive says so
+			exec(t, srv, "UPDATE lease.sessions SET expires_at = clock_timestamp() WHERE owner = '"+l.Owner+"'",
+				"UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1, session_id = NULL, expires_at = clock_timestamp() + interval '1 minute' WHERE name = 'taken'")
+		} else {
+			exec(t, srv, "UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1 WHERE name = 'taken'")
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
@@ -445,8 +482,12 @@ func TestLostWhenTakenOver(t *testing.T) {
 			t.Errorf("the loss took %v: more than a renewal interval (1 s) and a bit", took)
 		}
 		var lost *lease.LostError
-		if !errors.As(context.Cause(ctx), &lost) || lost.Reason != "not_owner" {
-			t.Errorf("cause %v", context.Cause(ctx))
+		want := "not_owner"
+		if sessions(t, srv) {
+			want = "lapsed"
+		}
+		if !errors.As(context.Cause(ctx), &lost) || lost.Reason != want {
+			t.Errorf("cause %v; want a *lease.LostError, %s", context.Cause(ctx), want)
 		}
 		tx, err = conn.Begin(context.Background())
 		if err != nil {
@@ -637,14 +678,15 @@ func TestManyLeasesKeptAlive(t *testing.T) {
 		t.Fatalf("lease %s's deadline came %v near, under %v: its renewal was late\n%s", nearest, least.Round(time.Millisecond), floor.Round(time.Millisecond), lg)
 	}
 	t.Logf("the nearest deadline seen was %v away (%s)", least.Round(time.Millisecond), nearest)
+	names := make([]string, len(held))
 	owners := make([]string, len(held))
 	epochs := make([]int64, len(held))
 	for i, l := range held {
-		owners[i], epochs[i] = l.Owner, l.Epoch
+		names[i], owners[i], epochs[i] = l.Name, l.Owner, l.Epoch
 	}
 	var n int
-	queryRow(t, srv, `SELECT count(*) FROM unnest($1::text[], $2::bigint[]) AS h(owner, epoch)
-		JOIN lease.leases l USING (owner, epoch) WHERE l.expires_at > clock_timestamp()`, []any{owners, epochs}, &n)
+	queryRow(t, srv, `SELECT count(*) FROM unnest($1::text[], $2::text[], $3::bigint[]) AS h(name, owner, epoch)
+		JOIN lease.list() l USING (name, owner, epoch)`, []any{names, owners, epochs}, &n)
 	if n != len(held) {
 		t.Errorf("%d of %d leases held on the server", n, len(held))
 	}
@@ -666,7 +708,15 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // server's clock and the client's are one).
 func TestDeadlineFromSend(t *testing.T) {
 	srv := server(t)
-	slowWrites(t, srv, "INSERT OR UPDATE", "NEW.owner LIKE 'slow#%'", 0.6)
+	if sessions(t, srv) {
+		// the lease's deadline is its session's: opening it and keeping
+		// it alive are slow too (and the grant's move under the session is
+		// not: each call stays within the call timeout)
+		slowTable(t, srv, "lease.sessions", "INSERT OR UPDATE", "NEW.owner LIKE 'slow#%'", 0.6)
+		slowWrites(t, srv, "INSERT", "NEW.owner LIKE 'slow#%'", 0.6)
+	} else {
+		slowWrites(t, srv, "INSERT OR UPDATE", "NEW.owner LIKE 'slow#%'", 0.6)
+	}
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second, Owner: "slow", CallTimeout: 900 * time.Millisecond})
 	sent := time.Now()
 	l, err := c.TryAcquire(context.Background(), "slow")
@@ -680,6 +730,9 @@ func TestDeadlineFromSend(t *testing.T) {
 	}
 	if took < 600*time.Millisecond {
 		t.Fatalf("the acquire took %v: the trigger did not hold its reply up", took)
+	}
+	if sessions(t, srv) && took < 1200*time.Millisecond {
+		t.Fatalf("the acquire took %v: the triggers did not hold up both the session's opening and the grant", took)
 	}
 	if !l.Deadline().Before(*r.expires) {
 		t.Errorf("the lease's local deadline %v is not before the server's expiry %v (the acquire took %v): counted from the reply, not from the send",

@@ -73,6 +73,16 @@ SELECT name FROM lease.list(true) ORDER BY 1;
 -- a purged name starts above every epoch it had
 SELECT acquired, epoch FROM lease.acquire('f', 'z', interval '1 minute');
 
+-- keep_alive and open_session report the era (its first epoch); a new
+-- era changes it: the holder then checks its names
+SELECT session, era = (SELECT c.first_epoch FROM lease.era_now AS c) AS era_reported
+  FROM lease.open_session('w4', interval '1 minute');
+SELECT era = (SELECT c.first_epoch FROM lease.era_now AS c) AS era_reported FROM lease.keep_alive(4, 'w4');
+CREATE TEMP TABLE era_before AS SELECT era FROM lease.keep_alive(4, 'w4');
+SELECT lease.new_era() IS NOT NULL AS new_era;
+SELECT status, era <> (SELECT era FROM era_before) AS era_changed FROM lease.keep_alive(4, 'w4');
+SELECT status FROM lease.close_session(4, 'w4');
+
 -- bad input: a clear error, nothing changed
 \set VERBOSITY default
 SELECT lease.open_session('', interval '1 minute');

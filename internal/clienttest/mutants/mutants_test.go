@@ -24,8 +24,9 @@ type mutant struct {
 	name  string
 	edits []edit
 	// test is the test that must catch the bug; want, text its failure
-	// must contain
+	// must contain; args, the test's flags
 	test, want string
+	args       []string
 }
 
 type edit struct{ file, old, new string }
@@ -34,50 +35,67 @@ var mutants = []mutant{
 	// a keep-alive that gives up at the first failed renewal loses a
 	// lease whose TTL outlasts the server's restart (and a failover:
 	// TestPatroniFailover, which takes six times as long)
-	{"giveup", []edit{{"lease.go",
+	{"giveup", []edit{{"keeper.go",
 		"\tdefault:\n\t\t// transient (or a renewal not known to be durable): again soon",
-		"\tcase true:\n\t\tl.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: \"renewal failed\", Cause: err})\n\tdefault:"}},
-		"TestKeepAliveAcrossRestart", "the lease was lost across the restart"},
+		"\tcase true:\n\t\tk.lose(\"renewal failed\", err)\n\tdefault:"}},
+		"TestKeepAliveAcrossRestart", "the lease was lost across the restart", nil},
 	// a warned commit handed out without lease.inspect
 	{"nosettle", []edit{{"client.go",
 		"\t// unknown: only lease.inspect can say whether this grant was made",
-		"\tif err == nil && acquired && epoch != nil {\n\t\treturn c.hold(name, owner, *epoch, sent), nil\n\t}"}},
-		"TestCancelledWaitSettled", "the grant was not settled by inspect"},
+		"\tif err == nil && acquired && epoch != nil {\n\t\treturn hold(*epoch), nil\n\t}"}},
+		"TestCancelledWaitSettled", "the grant was not settled by inspect", nil},
 	// a deadline counted from the reply, not from the send
 	{"replyclock", []edit{
-		{"lease.go", "\tl.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tl.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
-		{"lease.go", "\tl.deadline = sent.Add(l.c.cfg.TTL - l.c.cfg.Margin)", "\tl.deadline = time.Now().Add(l.c.cfg.TTL - l.c.cfg.Margin)"}},
-		"TestDeadlineFromSend", "counted from the reply, not from the send"},
+		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
+		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
+		"TestDeadlineFromSend", "counted from the reply, not from the send", nil},
+	// the same without sessions: the deadline of a lease held on its own
+	{"replyclock-pername", []edit{
+		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
+		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
+		"TestDeadlineFromSend", "counted from the reply, not from the send", perName},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",
 		"if left := s.timeout - time.Since(s.started); left > 0 && false {"}},
-		"TestCallTimeout", "failed under a 1 s timeout"},
-	// a renewal timer that forgets the leases not yet due
-	{"forget", []edit{{"lease.go", "\tif !first.IsZero() {\n\t\tc.renewWhen = first", "\tif false {\n\t\tc.renewWhen = first"}},
-		"TestManyLeasesKeptAlive", "its renewal was late"},
+		"TestCallTimeout", "failed under a 1 s timeout", nil},
+	// a renewal timer that forgets the leases not yet due (without
+	// sessions: under one, the session is the one thing renewed)
+	{"forget", []edit{{"keeper.go", "\tif !first.IsZero() {\n\t\tc.renewWhen = first", "\tif false {\n\t\tc.renewWhen = first"}},
+		"TestManyLeasesKeptAlive", "its renewal was late", perName},
 	// an acquire lost with its connection looked at before the session
 	// that sent it is done: its grant commits after the look
 	{"earlyinspect", []edit{{"slot.go", "\t\tif o.pid == 0 {", "\t\tif true {"}},
-		"TestCutDuringCall", "but its grant stands"},
+		"TestCutDuringCall", "but its grant stands", nil},
 	// no deadline: a partitioned holder's function runs on after the
 	// server has given the name to another
-	{"nodeadline", []edit{{"lease.go", "func (l *Lease) deadlinePassed() {\n", "func (l *Lease) deadlinePassed() {\n\treturn\n"}},
-		"TestRunsDoNotOverlap", "the two functions overlap"},
+	{"nodeadline", []edit{{"keeper.go", "func (k *keeper) deadlinePassed() { k.lose(\"deadline\", k.lastErr()) }", "func (k *keeper) deadlinePassed() {}"}},
+		"TestRunsDoNotOverlap", "the two functions overlap", nil},
 	// renewals on the calls' connection, behind a long call
 	{"oneconn", []edit{{"client.go", "\tc.keep = newSlot(pc, cfg.CallTimeout, renewGrace)", "\tc.keep = c.calls"}},
-		"TestKeepAliveWhileCallsBusy", "lost while the client's calls connection was busy"},
+		"TestKeepAliveWhileCallsBusy", "lost while the client's calls connection was busy", nil},
 	// the lease ends only when its timer runs: a process paused past the
 	// deadline acts before the timer's goroutine has run
-	{"timeronly", []edit{{"lease.go", "\tpast := err == nil && !time.Now().Before(l.deadline)", "\tpast := false"}},
-		"TestPausedHolderSeesItsLoss", "acted after its deadline"},
+	{"timeronly", []edit{{"lease.go", "\tif l.k.passed() {\n\t\tl.k.deadlinePassed()", "\tif false {\n\t\tl.k.deadlinePassed()"}},
+		"TestPausedHolderSeesItsLoss", "acted after its deadline", nil},
 	// an observer that sleeps after a release until PollMax
 	{"slowobserver", []edit{{"elect.go", "\t\t\t\twait = fast\n", "\t\t\t\t_ = fast\n"}},
-		"TestObserversSeeEveryLeader", "missed leaders"},
+		"TestObserversSeeEveryLeader", "missed leaders", nil},
 	// a Close that leaves the leases to lapse
 	{"closelapses", []edit{{"client.go", "func (c *Client) Close() error { return c.close(true) }", "func (c *Client) Close() error { return c.close(false) }"}},
-		"TestCloseReleases", "still holds"},
+		"TestCloseReleases", "still holds", nil},
+	// a session's keep-alive that does not check its names when the
+	// server's era changes: a grant lost in a failover stays believed
+	{"noeracheck", []edit{{"keeper.go", "(!sameEra(era, k.era) || era == nil) {", "false {"}},
+		"TestNamesCheckedWhenTheEraChanges", "still believed", nil},
+	// a Release that fails under a session and is not tried again: the
+	// session's keep-alives keep the name held
+	{"noleftovers", []edit{{"keeper.go", "\t\t\tk.c.releaseLeftovers(k)\n", ""}},
+		"TestFailedReleaseRetried", "still held", nil},
 }
+
+// perName runs a test on pg_lease 0.4.0: the client without sessions.
+var perName = []string{"-clienttest.version=0.4.0"}
 
 // apply writes m's mutated files into dir and an overlay that swaps them
 // in for the real ones; it returns the overlay's path.
@@ -135,7 +153,7 @@ func TestBrokenClientsAreCaught(t *testing.T) {
 			t.Parallel()
 			overlay := m.apply(t, module, t.TempDir())
 			// the client's tests, in the parent directory
-			cmd := osexec.Command("go", "test", "-count=1", "-overlay", overlay, "-run", "^"+m.test+"$", "..")
+			cmd := osexec.Command("go", append([]string{"test", "-count=1", "-overlay", overlay, "-run", "^" + m.test + "$", "..", "-args"}, m.args...)...)
 			cmd.Env = os.Environ()
 			out, err := cmd.CombinedOutput()
 			switch {

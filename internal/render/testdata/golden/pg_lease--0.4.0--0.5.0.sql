@@ -209,7 +209,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.session_ids', '');
 CREATE INDEX leases_session ON @extschema@.leases (session_id) WHERE session_id IS NOT NULL;
 
 CREATE FUNCTION @extschema@.open_session(owner text, ttl interval)
-RETURNS TABLE (session bigint, expires_at timestamptz)
+RETURNS TABLE (session bigint, expires_at timestamptz, era bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -259,6 +259,8 @@ BEGIN
     INSERT INTO @extschema@.sessions AS s (owner, ttl, expires_at)
     VALUES (open_session.owner, open_session.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + open_session.ttl) AT TIME ZONE 'UTC'))
     RETURNING s.id, s.expires_at INTO session, expires_at;
+    -- the era, as keep_alive reports it
+    era := @extschema@.era_first(@extschema@.era_mark());
     -- durable, as a grant: a session's number is never given twice
     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
@@ -269,10 +271,10 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.open_session(text, interval) IS
-    'open_session(owner, ttl): a new session for owner, alive until now + ttl; returns (session, expires_at). Names acquired under it (session_acquire) are held while it lives; keep_alive renews it, close_session releases every name under it.';
+    'open_session(owner, ttl): a new session for owner, alive until now + ttl; returns (session, expires_at, era: as keep_alive''s). Names acquired under it (session_acquire) are held while it lives; keep_alive renews it, close_session releases every name under it.';
 
 CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
-RETURNS TABLE (status text, expires_at timestamptz)
+RETURNS TABLE (status text, expires_at timestamptz, era bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -288,6 +290,11 @@ BEGIN
        AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR s.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))
     RETURNING 'ok', s.expires_at INTO status, expires_at;
     IF FOUND THEN
+        -- The era's first epoch (NULL before this run of the server has
+        -- entered one), folded into the plan: a holder that sees it change
+        -- checks that the server still has its names (a failover or a
+        -- restore can have lost a grant, not the session).
+        era := @extschema@.era_first(@extschema@.era_mark());
         -- (without a maximum there is no grace: durable, as a renewal)
         IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
@@ -313,7 +320,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
-    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at) with status ok, not_owner or lapsed. A lapsed session is not revived.';
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era) with status ok, not_owner or lapsed, and era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list). A lapsed session is not revived.';
 
 CREATE FUNCTION @extschema@.close_session(session bigint, owner text)
 RETURNS TABLE (status text, released bigint)
@@ -383,7 +390,8 @@ BEGIN
                   DETAIL = 'It lapsed, was closed, or is another owner''s.',
                   HINT = 'Open a new session with lease.open_session().';
     END IF;
-    SELECT a.acquired, a.epoch INTO acquired, epoch
+    -- (not acquired in the grace: expires_at is the grace's end, as acquire's)
+    SELECT a.acquired, a.epoch, a.expires_at INTO acquired, epoch, expires_at
       FROM @extschema@.acquire(session_acquire.name, session_acquire.owner, v_ttl, session_acquire.max_wait) AS a;
     IF acquired THEN
         -- Under the session from now on, its expiry the session's.
@@ -400,14 +408,13 @@ BEGIN
         END IF;
     ELSE
         epoch := NULL;
-        expires_at := NULL;
     END IF;
     RETURN NEXT;
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
-    'session_acquire(session, owner, name, max_wait => NULL): acquire name as acquire() does, for the session''s owner, held under the session (while it lives); returns (acquired, epoch, expires_at: the session''s).';
+    'session_acquire(session, owner, name, max_wait => NULL): acquire name as acquire() does, for the session''s owner, held under the session (while it lives); returns (acquired, epoch, expires_at: the session''s; not acquired, the grace''s end in a grace, else NULL).';
 
 CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)

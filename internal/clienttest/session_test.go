@@ -1,0 +1,148 @@
+package clienttest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pglease/pglease-gen/lease"
+)
+
+// needSessions stops a test of sessions on an extension without them
+// (-clienttest.version=0.4.0), saying so.
+func needSessions(t *testing.T) {
+	t.Helper()
+	if *version != "" && *version < "0.5.0" {
+		t.Skipf("pg_lease %s has no sessions", *version)
+	}
+}
+
+// TestOneSessionPerClient: a client holds its names under one session of
+// the server (one row of lease.sessions, its owner each lease's), which
+// one keep-alive renews: after three keep-alive intervals, the session's
+// expiry has moved and the names, which nothing else renewed, are held
+// until it. Close closes the session: every name is free at once.
+func TestOneSessionPerClient(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second})
+	ctx := context.Background()
+	var held []*lease.Lease
+	for _, name := range []string{"s1", "s2", "s3"} {
+		l, err := c.Acquire(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	var sessions, names int
+	queryRow(t, srv, "SELECT count(*), (SELECT count(*) FROM lease.leases WHERE session_id IS NOT NULL) FROM lease.sessions", nil, &sessions, &names)
+	if sessions != 1 || names != 3 || held[0].Owner != held[2].Owner {
+		t.Fatalf("%d sessions, %d names under one; owners %q and %q: want one session holding the three", sessions, names, held[0].Owner, held[2].Owner)
+	}
+	var opened time.Time
+	queryRow(t, srv, "SELECT expires_at FROM lease.sessions", nil, &opened)
+	time.Sleep(2500 * time.Millisecond) // three keep-alives (every 667 ms)
+	var kept time.Time
+	var rows int
+	queryRow(t, srv, "SELECT expires_at, (SELECT count(*) FROM lease.list() l WHERE l.owner = s.owner AND l.expires_at = s.expires_at) FROM lease.sessions s", nil, &kept, &rows)
+	for _, l := range held {
+		if err := l.Err(); err != nil {
+			t.Fatalf("%s lost: %v\n%s", l.Name, err, lg)
+		}
+	}
+	if !kept.After(opened.Add(time.Second)) || rows != 3 {
+		t.Fatalf("the session's expiry moved from %v to %v, %d names held until it: want it kept alive, the three names with it", opened, kept, rows)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	queryRow(t, srv, "SELECT count(*), (SELECT count(*) FROM lease.list()) FROM lease.sessions", nil, &sessions, &names)
+	if sessions != 0 || names != 0 {
+		t.Errorf("after Close: %d sessions, %d names held", sessions, names)
+	}
+}
+
+// TestNamesCheckedWhenTheEraChanges: a grant made under the session and
+// lost with the server's history while the session itself survives (an
+// asynchronous failover or a restore taken between the session's opening
+// and the grant; here the grant's row put back by hand, and a new era)
+// is found by the first keep-alive after the era changed: that lease
+// ends with reason "era", before its deadline, and the session's other
+// name stays held.
+func TestNamesCheckedWhenTheEraChanges(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
+	ctx := context.Background()
+	kept, err := c.TryAcquire(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := c.TryAcquire(ctx, "lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// what the server that took over has: the name free, in a new era
+	exec(t, srv, "UPDATE lease.leases SET owner = NULL, expires_at = NULL, session_id = NULL WHERE name = 'lost'",
+		"SELECT lease.new_era()")
+	deadline := lost.Deadline()
+	select {
+	case <-lost.Done():
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("the lease whose grant the server lost is still believed at its deadline: its session's keep-alives went on unchecked\n%s", lg)
+	}
+	var le *lease.LostError
+	if !errors.As(lost.Err(), &le) || le.Reason != "era" {
+		t.Errorf("Err %v; want a *lease.LostError, era", lost.Err())
+	}
+	time.Sleep(1500 * time.Millisecond) // two more keep-alives
+	if err := kept.Err(); err != nil || !kept.Deadline().After(deadline) {
+		t.Errorf("the name the server still holds: Err %v, deadline %v after the other's: want it held, its deadline moved\n%s", err, kept.Deadline().Sub(deadline), lg)
+	}
+	if !strings.Contains(lg.String(), "era changed") {
+		t.Errorf("the check is not in the log:\n%s", lg)
+	}
+}
+
+// TestFailedReleaseRetried: a Release that fails under a session (the
+// server refuses it: a trigger) returns the error, and the client
+// releases the name after the session's next keep-alive once the server
+// takes it: it is not kept held by the session it was left under.
+func TestFailedReleaseRetried(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	exec(t, srv, `CREATE FUNCTION public.pglease_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.owner IS NULL AND NEW.name = 'left' THEN
+        RAISE EXCEPTION 'release refused by the test';
+    END IF;
+    RETURN NEW;
+END $$`, "CREATE TRIGGER pglease_refuse BEFORE UPDATE ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.pglease_refuse()")
+	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second})
+	ctx := context.Background()
+	l, err := c.TryAcquire(ctx, "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "tried again") {
+		t.Fatalf("Release refused by the server returned %v; want its error, saying it is tried again", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // keep-alives: the name stays the session's
+	if r := inspect(t, srv, "left"); !r.held {
+		t.Fatal("the refused release took effect: the test cannot tell")
+	}
+	exec(t, srv, "DROP TRIGGER pglease_refuse ON lease.leases")
+	end := time.Now().Add(3 * time.Second)
+	for inspect(t, srv, "left").held {
+		if time.Now().After(end) {
+			t.Fatalf("the name is still held 3 s after the server took releases again: the session keeps it\n%s", lg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(lg.String(), "released after an earlier release failed") {
+		t.Errorf("the retried release is not in the log:\n%s", lg)
+	}
+}
