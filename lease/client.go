@@ -83,8 +83,12 @@ type Client struct {
 	mu     sync.Mutex
 	held   map[*Lease]struct{}
 	byName map[string]*Lease // the held leases by name
-	// acquiring: the names a TryAcquire of this client is taking now
+	// acquiring: the names a TryAcquire of this client is taking, or a
+	// Release of a lease under the session releasing, now: under one
+	// session, an acquire meanwhile would be given the same epoch again
 	acquiring map[string]bool
+	// leftoverRun: releaseLeftovers runs
+	leftoverRun bool
 	// session is the client's session, nil until the first acquire and
 	// after it was lost; perName, that the extension has none (before
 	// 0.5.0): each lease then has a keeper of its own
@@ -214,14 +218,20 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	if mine != nil && mine.Err() == nil {
 		return nil, fmt.Errorf("lease %q (epoch %d): %w", name, mine.Epoch, ErrAlreadyHeld)
 	}
-	// one acquire of a name at a time in this client: under one session,
-	// a second would be granted the first's lease again
+	// one acquire or release of a name at a time in this client: under
+	// one session, a second acquire would be granted the first's lease
+	// again, and an acquire beside a release the lease being released
 	c.mu.Lock()
-	busy := c.acquiring[name]
-	c.acquiring[name] = true
+	now, busy := c.byName[name], c.acquiring[name]
+	if now == nil && !busy {
+		c.acquiring[name] = true
+	}
 	c.mu.Unlock()
+	if now != nil {
+		return nil, fmt.Errorf("lease %q (epoch %d): %w", name, now.Epoch, ErrAlreadyHeld)
+	}
 	if busy {
-		return nil, fmt.Errorf("lease %q: another call of this client is acquiring it: %w", name, ErrNotAcquired)
+		return nil, fmt.Errorf("lease %q: another call of this client is acquiring or releasing it: %w", name, ErrNotAcquired)
 	}
 	defer func() {
 		c.mu.Lock()
@@ -270,13 +280,23 @@ func (c *Client) tryUnder(ctx context.Context, k *keeper, name string) (*Lease, 
 			return nil, fmt.Errorf("lease %q: its earlier release (epoch %d) has not reached the server yet: %w", name, lo.epoch, err)
 		}
 	}
+	sent := time.Now()
 	l, err := c.grant(ctx, name, k.owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
 		return conn.QueryRow(ctx, sessionAcquireSQL, k.session, k.owner, name)
-	}, func(epoch int64) *Lease { return c.holdUnder(k, name, epoch) })
+	}, func(epoch int64) *Lease { return c.holdUnder(k, name, epoch, sent) })
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "55000" {
 		k.lose("lapsed", err)
 		return nil, fmt.Errorf("lease %q: %w: %w", name, errSessionGone, err)
+	}
+	if l != nil {
+		if lerr := l.Err(); lerr != nil {
+			// granted under a session that ended meanwhile
+			if errors.Is(lerr, ErrClosed) {
+				return nil, ErrClosed
+			}
+			return nil, fmt.Errorf("lease %q: granted under the client's session, which ended meanwhile: %w", name, lerr)
+		}
 	}
 	return l, err
 }

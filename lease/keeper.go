@@ -148,9 +148,11 @@ func (k *keeper) Deadline() time.Time {
 // server may still keep is closed in the background, so that its names
 // go to others at once and not at its TTL.
 func (k *keeper) lose(reason string, cause error) {
-	k.end(func(l *Lease) error {
+	if !k.end(func(l *Lease) error {
 		return &LostError{Name: l.Name, Epoch: l.Epoch, Reason: reason, Cause: cause}
-	}, false)
+	}, false) {
+		return // ended already
+	}
 	if k.session != 0 {
 		k.c.log.Warn("pg_lease: session lost, and every lease under it", "session", k.session, "reason", reason, "err", cause)
 		if reason == "deadline" {
@@ -211,12 +213,12 @@ func (k *keeper) armDeadline() {
 
 // what names what k keeps, for the log.
 func (k *keeper) what() []any {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.session != 0 {
-		k.mu.Lock()
-		defer k.mu.Unlock()
 		return []any{"session", k.session, "names", len(k.leases)}
 	}
-	for l := range k.leases { // k.mu is not needed: one lease, set once
+	for l := range k.leases { // one lease
 		return []any{"name", l.Name, "epoch", l.Epoch}
 	}
 	return nil
@@ -237,9 +239,7 @@ func (k *keeper) keepAlive() {
 		return
 	}
 	cfg := k.c.cfg
-	sent := time.Now()
 	k.mu.Lock()
-	k.renewSent = sent
 	var name string
 	var epoch int64
 	for l := range k.leases { // a lease's own keeper: its one lease
@@ -251,9 +251,12 @@ func (k *keeper) keepAlive() {
 		k.c.renewAt(k, time.Now().Add(50*time.Millisecond))
 		return
 	}
+	sent := time.Now()
+	k.mu.Lock()
+	k.renewSent = sent
+	k.mu.Unlock()
 	var status string
 	var era *int64
-	before := k.held() // what it kept before the keep-alive was sent
 	warned, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if k.session != 0 {
 			var until *time.Time
@@ -267,7 +270,7 @@ func (k *keeper) keepAlive() {
 		// before the deadline moves. (No era: the server has entered none
 		// since it started, and every grant enters one, so its names were
 		// granted before a restart or a promotion.)
-		if err = k.checkNames(before); err == nil {
+		if err = k.checkNames(); err == nil {
 			k.era = era
 		}
 	}
@@ -324,15 +327,20 @@ func (k *keeper) held() []*Lease {
 
 func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-// checkNames ends those of leases (kept under session k before its
-// keep-alive was sent) that the server no longer holds under the session
-// with their epochs: the era changed, and a failover or a restore lost
-// their grants. A name the session holds under another epoch (a restore
-// to an earlier grant) is released after the next keep-alive.
-func (k *keeper) checkNames(leases []*Lease) error {
-	if len(leases) == 0 {
+// checkNames ends the leases under session k that the server no longer
+// holds under it with their epochs: the era changed, and a failover or a
+// restore lost their grants. It checks every lease whose grant was sent
+// before its look at the server (a grant sent after it went to the server
+// that answered the look, or, were the old primary still taking writes,
+// to a split brain, which no check can help); a grant sent before the look
+// and committed after it is ended too (safe, and only at a change of era).
+// A name the session holds under another epoch (a restore to an earlier
+// grant) is released after the next keep-alive.
+func (k *keeper) checkNames() error {
+	if len(k.held()) == 0 {
 		return nil
 	}
+	looked := time.Now()
 	have := map[string]int64{}
 	_, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, sessionNamesSQL, k.owner)
@@ -350,18 +358,17 @@ func (k *keeper) checkNames(leases []*Lease) error {
 	if err != nil {
 		return fmt.Errorf("the server's era changed, and its names under the session could not be checked: %w", err)
 	}
+	leases := k.held()
 	lost := 0
 	for _, l := range leases {
 		epoch, ok := have[l.Name]
-		if ok && epoch == l.Epoch {
+		if (ok && epoch == l.Epoch) || !l.sent.Before(looked) {
 			continue
 		}
 		lost++
 		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "era"})
 		if ok {
-			k.c.mu.Lock()
-			k.c.leftovers[l.Name] = leftover{k: k, name: l.Name, epoch: epoch}
-			k.c.mu.Unlock()
+			k.c.leaveOver(leftover{k: k, name: l.Name, epoch: epoch})
 		}
 	}
 	k.c.log.Info("pg_lease: the server's era changed; the session's names checked", "session", k.session, "names", len(leases), "lost", lost)
@@ -432,8 +439,11 @@ func (c *Client) sessionFor(ctx context.Context) (*keeper, error) {
 	c.opening.Lock()
 	defer c.opening.Unlock()
 	c.mu.Lock()
-	k, perName := c.session, c.perName
+	k, perName, closed := c.session, c.perName, c.closed
 	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
 	if perName {
 		return nil, nil
 	}
@@ -480,8 +490,25 @@ func (c *Client) sessionFor(ctx context.Context) (*keeper, error) {
 
 // releaseLeftovers retries the releases of names under session k that
 // failed (Release returned an error): while the session lives, its
-// keep-alives keep them held.
+// keep-alives keep them held. It runs in a goroutine of its own, one at a
+// time, so that a slow call never holds up the next keep-alive.
 func (c *Client) releaseLeftovers(k *keeper) {
+	c.mu.Lock()
+	if len(c.leftovers) == 0 || c.leftoverRun {
+		c.mu.Unlock()
+		return
+	}
+	c.leftoverRun = true
+	c.mu.Unlock()
+	go func() {
+		c.retryLeftovers(k)
+		c.mu.Lock()
+		c.leftoverRun = false
+		c.mu.Unlock()
+	}()
+}
+
+func (c *Client) retryLeftovers(k *keeper) {
 	c.mu.Lock()
 	var left []leftover
 	for name, lo := range c.leftovers {
@@ -491,7 +518,23 @@ func (c *Client) releaseLeftovers(k *keeper) {
 	}
 	c.mu.Unlock()
 	for _, lo := range left {
-		if err := c.releaseLeftover(k.ctx, lo); err != nil {
+		// the name's own: no acquire or release of it by this client
+		// meanwhile (one now: left for the next keep-alive; an acquire
+		// releases it first itself)
+		c.mu.Lock()
+		busy := c.acquiring[lo.name] || c.byName[lo.name] != nil
+		if !busy {
+			c.acquiring[lo.name] = true
+		}
+		c.mu.Unlock()
+		if busy {
+			continue
+		}
+		err := c.releaseLeftover(k.ctx, lo)
+		c.mu.Lock()
+		delete(c.acquiring, lo.name)
+		c.mu.Unlock()
+		if err != nil {
 			c.log.Debug("pg_lease: release failed again; retrying after the next keep-alive", "name", lo.name, "epoch", lo.epoch, "err", err)
 			return
 		}
@@ -579,4 +622,16 @@ func (c *Client) renewDue() {
 		c.renewWhen = first
 		c.renewTimer.Reset(time.Until(first))
 	}
+}
+
+// leaveOver records a name left held under its session (its release
+// failed, or a restore gave it back under another epoch), to be released
+// after the next keep-alive; of two for one name, the newer epoch's.
+func (c *Client) leaveOver(lo leftover) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.leftovers[lo.name]; ok && cur.k == lo.k && cur.epoch > lo.epoch {
+		return
+	}
+	c.leftovers[lo.name] = lo
 }

@@ -29,6 +29,7 @@ type Lease struct {
 
 	c      *Client
 	k      *keeper         // keeps it alive; its deadline is the lease's
+	sent   time.Time       // when its grant was sent
 	ctx    context.Context // ends (Done, Cause) when the lease ends
 	cancel context.CancelCauseFunc
 	held   *heldCtx // Context: ctx, and Err that consults the clock
@@ -43,13 +44,13 @@ func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
 	c.mu.Lock()
 	k := c.newKeeperLocked(0, owner, sent)
 	c.mu.Unlock()
-	return c.holdUnder(k, name, epoch)
+	return c.holdUnder(k, name, epoch, sent)
 }
 
 // holdUnder starts keeping a granted lease under k (the session it was
-// granted under, or its own keeper).
-func (c *Client) holdUnder(k *keeper, name string, epoch int64) *Lease {
-	l := &Lease{Name: name, Owner: k.owner, Epoch: epoch, c: c, k: k}
+// granted under, or its own keeper), whose grant was sent at sent.
+func (c *Client) holdUnder(k *keeper, name string, epoch int64, sent time.Time) *Lease {
+	l := &Lease{Name: name, Owner: k.owner, Epoch: epoch, c: c, k: k, sent: sent}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.held = &heldCtx{Context: l.ctx, l: l}
 	c.mu.Lock()
@@ -201,6 +202,23 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // release ends the lease with why and releases it on the server.
 func (l *Lease) release(ctx context.Context, why error) error {
+	if l.k.session != 0 {
+		// no acquire of the name by this client until the release is done
+		// (or left over): the session would give it this epoch again
+		l.c.mu.Lock()
+		for l.c.acquiring[l.Name] {
+			l.c.mu.Unlock()
+			time.Sleep(time.Millisecond) // an acquire that started before this lease ended
+			l.c.mu.Lock()
+		}
+		l.c.acquiring[l.Name] = true
+		l.c.mu.Unlock()
+		defer func() {
+			l.c.mu.Lock()
+			delete(l.c.acquiring, l.Name)
+			l.c.mu.Unlock()
+		}()
+	}
 	l.end(why)
 	if l.k.session == 0 {
 		l.k.waitRenewal()
@@ -224,9 +242,7 @@ func (l *Lease) release(ctx context.Context, why error) error {
 	if l.k.session != 0 && !l.k.ended() {
 		// the session's keep-alives would keep the name held: released
 		// after the next one that succeeds
-		l.c.mu.Lock()
-		l.c.leftovers[l.Name] = leftover{k: l.k, name: l.Name, epoch: l.Epoch}
-		l.c.mu.Unlock()
+		l.c.leaveOver(leftover{k: l.k, name: l.Name, epoch: l.Epoch})
 		return fmt.Errorf("lease %q: release: %w (tried again after each keep-alive of the session)", l.Name, err)
 	}
 	return fmt.Errorf("lease %q: release: %w", l.Name, err)

@@ -46,6 +46,7 @@ type slot struct {
 	grace   time.Duration // cancelGrace, or renewGrace
 
 	mu     sync.Mutex // held for a whole call
+	closed bool       // no call after close: it would connect again
 	conn   *pgx.Conn
 	warned bool // the last call drew the cancelled-wait warning
 	// session is the server session of conn; orphan, the session of a
@@ -90,6 +91,9 @@ func newSlot(pc *pgx.ConnConfig, timeout, grace time.Duration) *slot {
 func (s *slot) do(ctx context.Context, f func(context.Context, *pgx.Conn) error) (warned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return false, &connectError{ErrClosed}
+	}
 	// a (re)connect and the call share the one timeout
 	start := time.Now()
 	if s.conn == nil || s.conn.IsClosed() {
@@ -241,6 +245,7 @@ func (s *slot) unwatch() (cancelled bool) {
 func (s *slot) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	s.wmu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()

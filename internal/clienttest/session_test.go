@@ -3,7 +3,9 @@ package clienttest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +147,62 @@ END $$`, "CREATE TRIGGER pglease_refuse BEFORE UPDATE ON lease.leases FOR EACH R
 	if !strings.Contains(lg.String(), "released after an earlier release failed") {
 		t.Errorf("the retried release is not in the log:\n%s", lg)
 	}
+}
+
+// TestOneLeasePerEpoch: eight goroutines of one client take and release
+// one name as fast as they can. Under one session the server gives the
+// session's own name back with its epoch, so the client must keep its
+// acquires and releases of a name apart: every lease it hands out must
+// have an epoch no other lease it handed out had, and while one is held
+// no other is.
+func TestOneLeasePerEpoch(t *testing.T) {
+	srv := server(t)
+	c, lg := client(t, srv, lease.Config{TTL: 5 * time.Second})
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	holding := 0
+	var bad []string
+	var wg sync.WaitGroup
+	end := time.Now().Add(3 * time.Second)
+	grants := 0
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				l, err := c.TryAcquire(ctx, "one")
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				grants++
+				if seen[l.Epoch] {
+					bad = append(bad, fmt.Sprintf("goroutine %d was handed epoch %d a second time", g, l.Epoch))
+				}
+				seen[l.Epoch] = true
+				holding++
+				if holding > 1 {
+					bad = append(bad, fmt.Sprintf("goroutine %d holds epoch %d beside another lease of the name", g, l.Epoch))
+				}
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				holding--
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatalf("%d of %d grants broke the rule; the first: %s\n%s", len(bad), grants, bad[0], lg)
+	}
+	if grants < 20 {
+		t.Fatalf("only %d grants in 3 s: the test cannot tell", grants)
+	}
+	t.Logf("%d grants, each epoch once", grants)
 }

@@ -117,16 +117,20 @@ type interval struct {
 
 // overlapVariant is the extension a run uses.
 type overlapVariant struct {
-	name  string
-	ext   string      // the extension to create
-	max   string      // lease.set_max_ttl's argument
-	edits [][2]string // for a copy of the install script
+	name string
+	ext  string // the extension to create
+	// version, when set, is the version created (one without a maximum:
+	// max is not set)
+	version string
+	max     string      // lease.set_max_ttl's argument
+	edits   [][2]string // for a copy of the install script
 }
 
 var (
 	overlapShipped = overlapVariant{name: "0.5.0", ext: "pg_lease", max: "interval '4 seconds'"}
-	// 0.4.0's behaviour: no maximum, no grace (renewals durable again)
-	overlapFencing = overlapVariant{name: "0.4.0 (no maximum TTL, no grace)", ext: "pg_lease", max: "NULL"}
+	// 0.4.0 itself: no maximum, no grace, no sessions (the client holds
+	// each name on its own, as on any extension before 0.5.0)
+	overlapFencing = overlapVariant{name: "0.4.0 (no maximum TTL, no grace, no sessions)", ext: "pg_lease", version: "0.4.0"}
 	// 0.5.0 without its grace: renewals without a flush, and nothing
 	// waits for the holders a fault made the server forget
 	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
@@ -262,7 +266,11 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		defer remove()
 	}
 	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE overlap")
-	mustExec(t, srv.DSN("overlap"), "CREATE EXTENSION "+v.ext, "SELECT lease.set_max_ttl("+v.max+")", "SELECT lease.set_floor('"+f.floor+"')")
+	create := []string{"CREATE EXTENSION " + v.ext, "SELECT lease.set_max_ttl(" + v.max + ")"}
+	if v.version != "" {
+		create = []string{"CREATE EXTENSION " + v.ext + " VERSION '" + v.version + "'"}
+	}
+	mustExec(t, srv.DSN("overlap"), append(create, "SELECT lease.set_floor('"+f.floor+"')")...)
 	hosts := srv.Dir
 	var standby *pgserver.Server
 	if f.standby {

@@ -92,6 +92,11 @@ var mutants = []mutant{
 	// session's keep-alives keep the name held
 	{"noleftovers", []edit{{"keeper.go", "\t\t\tk.c.releaseLeftovers(k)\n", ""}},
 		"TestFailedReleaseRetried", "still held", nil},
+	// acquires of a name under the session not kept apart: the session
+	// gives its own name back with its epoch
+	{"noexclusion", []edit{{"client.go", "\tif now == nil && !busy {\n\t\tc.acquiring[name] = true\n\t}", "\tif false {\n\t\tc.acquiring[name] = true\n\t}"},
+		{"client.go", "\tif busy {\n\t\treturn nil, fmt.Errorf(\"lease %q: another call", "\tif false && busy {\n\t\treturn nil, fmt.Errorf(\"lease %q: another call"}},
+		"TestOneLeasePerEpoch", "broke the rule", nil},
 }
 
 // perName runs a test on pg_lease 0.4.0: the client without sessions.
