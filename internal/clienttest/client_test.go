@@ -443,9 +443,9 @@ func TestWaitBeforeWatch(t *testing.T) {
 // TestLostWhenTakenOver: when the server gives the name to another owner
 // (held on its own; under a session, once the session has lapsed), the
 // next renewal (keep-alive) ends the lease at once with not_owner
-// (lapsed); Run's function
-// sees its context end with that cause, and Guard refuses; Run's release
-// afterwards leaves the new owner's lease alone.
+// (lapsed); Run's function sees its context end with that cause, and
+// Guard refuses; Run's release afterwards leaves the new owner's lease
+// alone.
 func TestLostWhenTakenOver(t *testing.T) {
 	srv := server(t)
 	c, _ := client(t, srv, lease.Config{TTL: 3 * time.Second})

@@ -2,6 +2,7 @@ package pgserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -305,9 +306,17 @@ func (s *Server) PauseWALWriter(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(ctx)
+	// (a server that has just restarted accepts connections a moment
+	// before its WAL writer shows in pg_stat_activity)
 	var pid int
-	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid); err != nil {
-		return fmt.Errorf("no WAL writer in %s: %w", s.Dir, err)
+	for until := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(until) {
+			return fmt.Errorf("no WAL writer in %s: %w", s.Dir, err)
+		}
 	}
 	return syscall.Kill(pid, syscall.SIGSTOP)
 }
