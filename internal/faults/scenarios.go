@@ -390,7 +390,10 @@ var Scenarios = []Scenario{
 			if err := e.killThen(ctx, restart); err != nil {
 				return err
 			}
-			time.Sleep(600 * time.Millisecond)
+			// (and the variant's grace: the server between the crashes
+			// must give grants; beside the install proofs, 600 ms after a
+			// grace of 505 ms saw none)
+			time.Sleep(600*time.Millisecond + e.variant.Grace)
 			return e.killThen(ctx, restart)
 		},
 		Needs: []Variant{V020}, Loses: []Variant{V020},
