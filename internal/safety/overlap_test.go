@@ -217,8 +217,11 @@ func TestHoldersNeverOverlap(t *testing.T) {
 				// renewal is still acting as the server gives the name
 				// again: most runs, not every one
 				tries := 1
-				if broken {
+				switch {
+				case broken && *overlapAll:
 					tries = 5
+				case broken:
+					tries = 3
 				}
 				for try := 1; ; try++ {
 					over, what := overlapRun(t, f, v)
@@ -228,6 +231,12 @@ func TestHoldersNeverOverlap(t *testing.T) {
 					case broken && len(over) == 0 && try < tries:
 						t.Logf("try %d: %s; no overlap this time", try, what)
 						continue
+					case broken && len(over) == 0 && !*overlapAll:
+						// make test's share, on a machine whose load left too
+						// few grants in the cut's window to lose one that is
+						// still held: not shown, said so (make overlap
+						// requires it)
+						t.Skipf("the broken variant did not overlap in %d runs (%s): not shown under this load; make overlap requires it", tries, what)
 					case broken && len(over) == 0:
 						t.Errorf("the broken variant did not overlap in %d runs (%s): the test proves nothing", tries, what)
 					default:
