@@ -55,7 +55,7 @@ type keeper struct {
 	failures int
 }
 
-// newKeeper is a keeper whose grant (or session) was sent at sent; its
+// newKeeperLocked is a keeper whose grant (or session) was sent at sent; its
 // first renewal is due RenewEvery after that. c.mu is held.
 func (c *Client) newKeeperLocked(session int64, owner string, sent time.Time) *keeper {
 	k := &keeper{c: c, session: session, owner: owner, leases: map[*Lease]struct{}{}}
@@ -337,7 +337,10 @@ func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 // A name the session holds under another epoch (a restore to an earlier
 // grant) is released after the next keep-alive.
 func (k *keeper) checkNames() error {
-	if len(k.held()) == 0 {
+	k.mu.Lock()
+	none := len(k.leases) == 0
+	k.mu.Unlock()
+	if none {
 		return nil
 	}
 	looked := time.Now()
@@ -550,10 +553,7 @@ type leftover struct {
 
 // releaseLeftover releases lo on the server and forgets it.
 func (c *Client) releaseLeftover(ctx context.Context, lo leftover) error {
-	var status string
-	_, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, releaseSQL, lo.name, lo.k.owner, lo.epoch).Scan(&status)
-	})
+	status, err := c.releaseCall(ctx, lo.name, lo.k.owner, lo.epoch)
 	if err != nil {
 		return err
 	}
@@ -634,4 +634,15 @@ func (c *Client) leaveOver(lo leftover) {
 		return
 	}
 	c.leftovers[lo.name] = lo
+}
+
+// releaseCall is one lease.release of name at epoch on the calls'
+// connection; its status is ok, or why the lease was no longer the
+// owner's (released either way).
+func (c *Client) releaseCall(ctx context.Context, name, owner string, epoch int64) (string, error) {
+	var status string
+	_, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, releaseSQL, name, owner, epoch).Scan(&status)
+	})
+	return status, err
 }

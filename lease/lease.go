@@ -226,9 +226,7 @@ func (l *Lease) release(ctx context.Context, why error) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
-		_, err = l.c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-			return conn.QueryRow(ctx, releaseSQL, l.Name, l.Owner, l.Epoch).Scan(&status)
-		})
+		status, err = l.c.releaseCall(ctx, l.Name, l.Owner, l.Epoch)
 		if err == nil {
 			if l.c.log.Enabled(ctx, slog.LevelDebug) {
 				l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)
