@@ -260,7 +260,10 @@ func (k *keeper) keepAlive() {
 	warned, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if k.session != 0 {
 			var until *time.Time
-			return conn.QueryRow(ctx, keepAliveSQL, k.session, k.owner).Scan(&status, &until, &era)
+			b := &pgx.Batch{}
+			b.Queue(keepAliveOffSQL)
+			b.Queue(keepAliveSQL, k.session, k.owner).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &until, &era) })
+			return conn.SendBatch(ctx, b).Close()
 		}
 		return conn.QueryRow(ctx, renewSQL, name, k.owner, epoch, cfg.TTL).Scan(&status)
 	})

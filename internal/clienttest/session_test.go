@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pglease/pglease-gen/lease"
 )
@@ -144,8 +147,12 @@ END $$`, "CREATE TRIGGER pglease_refuse BEFORE UPDATE ON lease.leases FOR EACH R
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(lg.String(), "released after an earlier release failed") {
-		t.Errorf("the retried release is not in the log:\n%s", lg)
+	// (the release commits before its reply reaches the client, which
+	// logs it then: under load, after the test saw the name free)
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(lg.String(), "released after an earlier release failed"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the retried release is not in the log 5 s after the name was free:\n%s", lg)
+		}
 	}
 }
 
@@ -205,4 +212,72 @@ func TestOneLeasePerEpoch(t *testing.T) {
 		t.Fatalf("only %d grants in 3 s: the test cannot tell", grants)
 	}
 	t.Logf("%d grants, each epoch once", grants)
+}
+
+// TestKeepAliveNeedsNoStandby: a session's keep-alives commit without a
+// flush or a wait for a synchronous standby (0.5.0's grace covers one
+// lost in a crash or a failover), so a synchronous standby that stops
+// answering costs the holders nothing: with synchronous_standby_names
+// naming a standby that never comes, every commit at synchronous_commit
+// on waits for ever, and the names stay held past their TTL, their
+// session's expiry moving.
+func TestKeepAliveNeedsNoStandby(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second, CallTimeout: 500 * time.Millisecond})
+	ctx := context.Background()
+	var held []*lease.Lease
+	for _, name := range []string{"k1", "k2"} {
+		l, err := c.Acquire(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	exec(t, srv, "CREATE TABLE probe (x int)")
+	// (undone before the client's Close, which waits for a standby)
+	exec(t, srv, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'", "SELECT pg_reload_conf()")
+	t.Cleanup(func() { exec(t, srv, "ALTER SYSTEM RESET synchronous_standby_names", "SELECT pg_reload_conf()") })
+	// a commit at on now waits for the standby: shown on a write of the
+	// test's own, seen waiting (SyncRep) and then cancelled (the commit
+	// stands, with a warning)
+	probe, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(ctx)
+	var pid int
+	if err := probe.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	inserted := make(chan error, 1)
+	go func() { _, err := probe.Exec(ctx, "INSERT INTO probe VALUES (1)"); inserted <- err }()
+	for waits, end := false, time.Now().Add(10*time.Second); !waits; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the test's commit was not seen waiting for the synchronous standby in 10 s")
+		}
+		select {
+		case err := <-inserted:
+			t.Fatalf("a commit at synchronous_commit = on returned (%v) with no standby: the test shows nothing", err)
+		default:
+		}
+		queryRow(t, srv, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", []any{pid}, &waits)
+	}
+	exec(t, srv, "SELECT pg_cancel_backend("+strconv.Itoa(pid)+")")
+	if err := <-inserted; err != nil {
+		t.Fatal(err)
+	}
+	var before time.Time
+	queryRow(t, srv, "SELECT expires_at FROM lease.sessions", nil, &before)
+	time.Sleep(3 * time.Second) // past the TTL: four keep-alives
+	for _, l := range held {
+		if err := l.Err(); err != nil {
+			t.Fatalf("%s lost while the synchronous standby did not answer: %v\n%s", l.Name, err, lg)
+		}
+	}
+	var after time.Time
+	queryRow(t, srv, "SELECT expires_at FROM lease.sessions", nil, &after)
+	if !after.After(before.Add(2 * time.Second)) {
+		t.Fatalf("the session's expiry moved from %v to %v in 3 s: its keep-alives did not commit\n%s", before, after, lg)
+	}
 }

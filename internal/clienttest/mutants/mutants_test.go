@@ -54,6 +54,11 @@ var mutants = []mutant{
 		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
 		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
 		"TestDeadlineFromSend", "counted from the reply, not from the send", perName},
+	// keep-alives at the connection's synchronous_commit (on): each one
+	// waits for a synchronous standby, and a standby that stops answering
+	// ends every lease
+	{"keepaliveflush", []edit{{"keeper.go", "\t\t\tb.Queue(keepAliveOffSQL)\n", ""}},
+		"TestKeepAliveNeedsNoStandby", "lost while the synchronous standby did not answer", nil},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",
