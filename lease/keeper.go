@@ -338,14 +338,9 @@ func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 // to a split brain, which no check can help); a grant sent before the look
 // and committed after it is ended too (safe, and only at a change of era).
 // A name the session holds under another epoch (a restore to an earlier
-// grant) is released after the next keep-alive.
+// grant), or holds while the client does not (a lost release), is
+// released after the next keep-alive.
 func (k *keeper) checkNames() error {
-	k.mu.Lock()
-	none := len(k.leases) == 0
-	k.mu.Unlock()
-	if none {
-		return nil
-	}
 	looked := time.Now()
 	have := map[string]int64{}
 	_, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
@@ -377,7 +372,22 @@ func (k *keeper) checkNames() error {
 			k.c.leaveOver(leftover{k: k, name: l.Name, epoch: epoch})
 		}
 	}
-	k.c.log.Info("pg_lease: the server's era changed; the session's names checked", "session", k.session, "names", len(leases), "lost", lost)
+	// and a name the server holds under the session that the client does
+	// not (a release the fault lost: the session's keep-alives would keep
+	// it held for ever) is released after the next keep-alive, unless an
+	// acquire or a release of it runs now
+	undone := 0
+	k.c.mu.Lock()
+	for name, epoch := range have {
+		if k.c.byName[name] == nil && !k.c.acquiring[name] {
+			if cur, ok := k.c.leftovers[name]; !ok || cur.k != k || cur.epoch < epoch {
+				k.c.leftovers[name] = leftover{k: k, name: name, epoch: epoch}
+			}
+			undone++
+		}
+	}
+	k.c.mu.Unlock()
+	k.c.log.Info("pg_lease: the server's era changed; the session's names checked", "session", k.session, "names", len(leases), "lost", lost, "releases undone", undone)
 	return nil
 }
 

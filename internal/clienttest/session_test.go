@@ -281,3 +281,43 @@ func TestKeepAliveNeedsNoStandby(t *testing.T) {
 		t.Fatalf("the session's expiry moved from %v to %v in 3 s: its keep-alives did not commit\n%s", before, after, lg)
 	}
 }
+
+// TestLostReleaseUndone: a release that the server lost while the
+// session survived (committed on a primary, not yet on the standby that
+// took over; here its row put back by hand, and a new era) would leave
+// the name held by the session for as long as its keep-alives go on. The
+// first keep-alive after the era changed finds it, and the client
+// releases it again.
+func TestLostReleaseUndone(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
+	ctx := context.Background()
+	kept, err := c.TryAcquire(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := c.TryAcquire(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, srv, "CREATE TABLE saved AS SELECT * FROM lease.leases WHERE name = 'gone'")
+	if err := gone.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// what the server that took over has: the name still the session's,
+	// at its epoch, in a new era
+	exec(t, srv, "UPDATE lease.leases AS l SET owner = s.owner, expires_at = s.expires_at, session_id = s.session_id, epoch = s.epoch FROM saved AS s WHERE l.name = s.name",
+		"SELECT lease.new_era()")
+	if r := inspect(t, srv, "gone"); !r.held || *r.owner != kept.Owner {
+		t.Fatalf("the lost release is not undone by hand: %+v", r)
+	}
+	for end := time.Now().Add(4 * time.Second); inspect(t, srv, "gone").held; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the name whose release was lost is still the session's 4 s (four keep-alives) after the era changed\n%s", lg)
+		}
+	}
+	if err := kept.Err(); err != nil {
+		t.Errorf("the session's other name: %v", err)
+	}
+}

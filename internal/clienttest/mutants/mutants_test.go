@@ -59,6 +59,10 @@ var mutants = []mutant{
 	// ends every lease
 	{"keepaliveflush", []edit{{"keeper.go", "\t\t\tb.Queue(keepAliveOffSQL)\n", ""}},
 		"TestKeepAliveNeedsNoStandby", "lost while the synchronous standby did not answer", nil},
+	// the era check that looks only at the names the client holds: a
+	// release the fault lost stays held by the session
+	{"lostrelease", []edit{{"keeper.go", "\t\tif k.c.byName[name] == nil && !k.c.acquiring[name] {", "\t\tif false {"}},
+		"TestLostReleaseUndone", "is still the session's", nil},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",
