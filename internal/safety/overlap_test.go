@@ -191,8 +191,13 @@ var overlapFaults = []overlapFault{
 	// a client's cancel request does to a waiting COMMIT, SIGINT to its
 	// backend, returns it as a success with a warning: the holder holds a
 	// grant the standby never got; 2 s of that, then the primary killed
-	// and the standby promoted)
-	{name: "failover with cancelled sync waits", floor: "on", standby: true, sync: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
+	// and the standby promoted. 0.5.0 without the grace is not among the
+	// broken variants: it overlapped in none of 10 runs, since the
+	// releases in the window are lost too, and the name a lost grant took
+	// stays its releaser's session's on the promoted server until that
+	// client's era check releases it again, at about when the lost
+	// grant's holder checks and learns its loss; docs/grace.md)
+	{name: "failover with cancelled sync waits", floor: "on", standby: true, sync: true, variants: []overlapVariant{overlapFencing},
 		strike: func(t *testing.T, p, s *pgserver.Server) {
 			ctx := context.Background()
 			conn := connect(t, p.DSN("postgres"))

@@ -26,8 +26,8 @@ var Variants = []Variant{
 		[]string{"SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1", "SET owner = NULL, expires_at = NULL, epoch = l.epoch"}, false},
 	{"unchecked_takeover", "a free lease is taken without re-checking it as it is written", []string{"unique-epoch", "no-overlap"},
 		[]string{"AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at\n" +
-			"                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp())",
-			"AND true"}, false},
+			"                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()\n",
+			"AND (true\n"}, false},
 	{"no_lapse_check", "renew and release accept a lapsed lease", []string{"no-revival", "release-live"},
 		[]string{"WHEN v_expires <= v_now THEN 'lapsed'", "WHEN false THEN 'lapsed'",
 			"\n               AND l.expires_at > clock_timestamp()", ""}, false},

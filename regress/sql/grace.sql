@@ -37,10 +37,13 @@ SELECT acquired, epoch, expires_at BETWEEN clock_timestamp() + interval '60 seco
                                        AND clock_timestamp() + interval '60.6 seconds' AS grace_ends
   FROM lease.acquire('g3', 'b', interval '1 minute');
 SELECT lease.grace() = (SELECT c.grace_until FROM lease.era_now AS c) AS grace_reported;
--- holders go on: a renewal, a re-acquire, a release
+-- holders go on: a renewal, a release
 SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
-SELECT acquired, epoch FROM lease.acquire('g1', 'a', interval '1 minute');
 SELECT lease.release('g2', 'a', 1);
+-- a re-acquire by the holder the table shows is a new grant: the crash
+-- may have lost its release of the name, and a grant to another after it
+SELECT acquired, epoch, expires_at = lease.grace() AS grace_reported FROM lease.acquire('g1', 'a', interval '1 minute');
+SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
 -- nobody new: not the released name, not a new one, not under a session
 SELECT acquired, epoch FROM lease.acquire('g2', 'b', interval '1 minute');
 SELECT session FROM lease.open_session('s', interval '1 minute');
@@ -52,6 +55,27 @@ UPDATE lease.era_now SET grace_until = clock_timestamp();
 SELECT lease.grace();
 SELECT acquired, epoch FROM lease.acquire('g3', 'b', interval '1 minute');
 SELECT acquired, epoch FROM lease.acquire('g2', 'b', interval '1 minute');
+-- the holder's re-acquire: the era's next epoch; in the era, idempotent
+SELECT acquired, epoch FROM lease.acquire('g1', 'a', interval '1 minute');
+SELECT acquired, epoch FROM lease.acquire('g1', 'a', interval '1 minute');
+SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
+
+-- the same under a session, whose names a keep-alive keeps: after a
+-- crash the session's re-acquire of its name waits for the grace, and
+-- then takes the era's next epoch, under the session still
+SELECT session AS t FROM lease.open_session('t', interval '1 minute') \gset
+SELECT acquired, epoch FROM lease.session_acquire(:t, 't', 'g7');
+SELECT acquired, epoch FROM lease.session_acquire(:t, 't', 'g7');
+DELETE FROM lease.era_now;
+SELECT acquired, epoch, expires_at BETWEEN clock_timestamp() + interval '60 seconds'
+                                       AND clock_timestamp() + interval '60.6 seconds' AS grace_ends
+  FROM lease.session_acquire(:t, 't', 'g7');
+SELECT status FROM lease.keep_alive(:t, 't');
+SELECT acquired FROM lease.acquire('g7', 'u', interval '1 minute', interval '10 milliseconds');
+UPDATE lease.era_now SET grace_until = clock_timestamp();
+SELECT acquired, epoch FROM lease.session_acquire(:t, 't', 'g7');
+SELECT epoch, session_id = :t AS under_the_session FROM lease.leases WHERE name = 'g7';
+SELECT status, released FROM lease.close_session(:t, 't');
 
 -- a lowered maximum: at once for new leases, for the grace only once the
 -- leases the old one allowed have run out
@@ -77,7 +101,7 @@ SELECT acquired, epoch FROM lease.acquire('g6', 'b', interval '1 day');
 SELECT lease.grace();
 BEGIN;
 SET LOCAL synchronous_commit = off;
-SELECT status FROM lease.renew('g6', 'b', 17179869185, interval '2 days');
+SELECT status FROM lease.renew('g6', 'b', 21474836481, interval '2 days');
 SHOW synchronous_commit;
 COMMIT;
 

@@ -558,7 +558,10 @@ BEGIN
                            -- (a session's name: by its session's expiry, read locked, so
                            -- that a keep-alive in flight is waited for)
                            AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp())
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
                            AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                            AND l.epoch < c.last_epoch
                            AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
@@ -576,7 +579,10 @@ BEGIN
                            -- (a session's name: by its session's expiry, read locked, so
                            -- that a keep-alive in flight is waited for)
                            AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp())
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
                            AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
                            AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                         RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
@@ -684,8 +690,9 @@ BEGIN
                     CONTINUE;
                 END IF;
 
-                IF v_owner = acquire.owner AND v_expires > v_now THEN
-                    -- Held by the caller already: idempotent, does not extend.
+                IF v_owner = acquire.owner AND v_expires > v_now AND coalesce(v_epoch >= CASE WHEN v_joined THEN (SELECT c.first_epoch FROM @extschema@.era_now AS c WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1) ELSE @extschema@.era_first(@extschema@.era_mark()) END, false) THEN
+                    -- Held by the caller already, granted in this era: idempotent,
+                    -- does not extend.
                     acquired := true;
                     epoch := v_epoch;
                     expires_at := v_expires;
@@ -693,12 +700,13 @@ BEGIN
                     RETURN;
                 END IF;
 
-                IF v_owner IS NULL OR v_expires <= v_now THEN
-                    -- Released or lapsed, yet not taken: it changed between the two,
-                    -- or the era must be settled first (a new era when this run of
-                    -- the server entered none, or when the epoch does not fit the
-                    -- era's band: the name used up its band, or its row came without
-                    -- the era it was granted in).
+                IF v_owner IS NULL OR v_expires <= v_now OR v_owner = acquire.owner THEN
+                    -- Released or lapsed (or the caller's since an earlier era), yet
+                    -- not taken: it changed between the two, or the era must be
+                    -- settled first (a new era when this run of the server entered
+                    -- none, or when the epoch does not fit the era's band: the name
+                    -- used up its band, or its row came without the era it was
+                    -- granted in), or the era's grace lasts.
                     BEGIN
                         v_lock_timeout := current_setting('lock_timeout');
                         v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
@@ -787,7 +795,10 @@ BEGIN
                    -- (a session's name: by its session's expiry, read locked, so
                    -- that a keep-alive in flight is waited for)
                    AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp())
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
                    AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                    AND l.epoch < c.last_epoch
                    AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
@@ -805,7 +816,10 @@ BEGIN
                    -- (a session's name: by its session's expiry, read locked, so
                    -- that a keep-alive in flight is waited for)
                    AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp())
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
                    AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
                    AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                 RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
@@ -879,8 +893,9 @@ BEGIN
             CONTINUE;
         END IF;
 
-        IF v_owner = acquire.owner AND v_expires > v_now THEN
-            -- Held by the caller already: idempotent, does not extend.
+        IF v_owner = acquire.owner AND v_expires > v_now AND coalesce(v_epoch >= CASE WHEN v_joined THEN (SELECT c.first_epoch FROM @extschema@.era_now AS c WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1) ELSE @extschema@.era_first(@extschema@.era_mark()) END, false) THEN
+            -- Held by the caller already, granted in this era: idempotent,
+            -- does not extend.
             acquired := true;
             epoch := v_epoch;
             expires_at := v_expires;
@@ -888,12 +903,13 @@ BEGIN
             RETURN;
         END IF;
 
-        IF v_owner IS NULL OR v_expires <= v_now THEN
-            -- Released or lapsed, yet not taken: it changed between the two,
-            -- or the era must be settled first (a new era when this run of
-            -- the server entered none, or when the epoch does not fit the
-            -- era's band: the name used up its band, or its row came without
-            -- the era it was granted in).
+        IF v_owner IS NULL OR v_expires <= v_now OR v_owner = acquire.owner THEN
+            -- Released or lapsed (or the caller's since an earlier era), yet
+            -- not taken: it changed between the two, or the era must be
+            -- settled first (a new era when this run of the server entered
+            -- none, or when the epoch does not fit the era's band: the name
+            -- used up its band, or its row came without the era it was
+            -- granted in), or the era's grace lasts.
             PERFORM @extschema@.enter_era((v_epoch::numeric + 1)::numeric, false);
             v_grace := (SELECT c.grace_until FROM @extschema@.era_now AS c
                          WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
