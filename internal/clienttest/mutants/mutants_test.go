@@ -74,8 +74,11 @@ var mutants = []mutant{
 		"TestManyLeasesKeptAlive", "its renewal was late", perName},
 	// an acquire lost with its connection looked at before the session
 	// that sent it is done: its grant commits after the look
+	// (reported as not granted; the test sees the stray grant on the
+	// server, or, once the session's era check has released it again,
+	// only the wrong report)
 	{"earlyinspect", []edit{{"slot.go", "\t\tif o.pid == 0 {", "\t\tif true {"}},
-		"TestCutDuringCall", "but its grant stands", nil},
+		"TestCutDuringCall", "cut-slow: ", nil},
 	// no deadline: a partitioned holder's function runs on after the
 	// server has given the name to another
 	{"nodeadline", []edit{{"keeper.go", "func (k *keeper) deadlinePassed() { k.lose(\"deadline\", k.lastErr()) }", "func (k *keeper) deadlinePassed() {}"}},
