@@ -157,13 +157,15 @@ go-test:
 	$(GO) vet ./...
 	@mkdir -p $(BUILD)
 	@echo "cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... (beside the next step; its output follows it)"
+	@echo "$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0 (beside the next step; its output follows it)"
 	@(cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...) > $(BUILD)/go-test-bench.log 2>&1 & bench=$$!; \
+	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0 > $(BUILD)/go-test-pername.log 2>&1 & pername=$$!; \
 	  echo '$(GO) test -count=1 -p $(GO_TEST_P) -timeout $(GO_TEST_TIMEOUT)$(if $(GO_TEST_SKIP), -skip '"'"'$(GO_TEST_SKIP)'"'"') $$($(GO) list ./... | grep -v /internal/faults$$)'; \
 	  $(GO) test -count=1 -p $(GO_TEST_P) -timeout $(GO_TEST_TIMEOUT) $(if $(GO_TEST_SKIP),-skip '$(GO_TEST_SKIP)') $$($(GO) list ./... | grep -v /internal/faults$$); status=$$?; \
 	  wait $$bench; bstatus=$$?; cat $(BUILD)/go-test-bench.log; \
-	  test $$status -eq 0 && test $$bstatus -eq 0
+	  wait $$pername; pstatus=$$?; cat $(BUILD)/go-test-pername.log; \
+	  test $$status -eq 0 && test $$bstatus -eq 0 && test $$pstatus -eq 0
 	cd lease && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...
-	$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0
 
 # Fault injection (internal/faults): every scenario with the newest version and the
 # variants that lack what it tests, over real servers on unix sockets.
@@ -180,9 +182,9 @@ failover-ci:
 	  status=$$?; grep -E '^(--- |    faults_test|ok|FAIL|PASS)' $(BUILD)/faults.log | sed 's/    faults_test.go:[0-9]*: //'; exit $$status
 # After the Go tests, which run alone (their fault and timing tests share
 # the machine only with each other), make test runs two lanes side by
-# side: the install proofs, the matrix sample, the stress test, the
-# fuzzer and the quick benchmark (MAIN_LANE), beside the fault tests and
-# the arm64 check (SIDE_LANE). Most of what either lane does waits on
+# side: the install proofs, the matrix sample, the stress test and the
+# quick benchmark (MAIN_LANE), beside the fault tests, the arm64 check and
+# the fuzzer (SIDE_LANE; the fuzzer last, once the fault tests are done). Most of what either lane does waits on
 # Docker, dnf, apt, fsync and servers: one after the other they left the
 # 2 cores three quarters idle (29 minutes of wall time for 13 of CPU,
 # idle). The fault tests count each scenario's traffic on the server that
@@ -190,8 +192,8 @@ failover-ci:
 # them empty (beside the Go tests as well, they did: the split brain
 # through the client got no grant on the new primary). The side lane's
 # output follows the main lane's (in build/side-lane.out meanwhile).
-MAIN_LANE = rpm-proof deb-proof matrix stress-ci fuzz bench-quick
-SIDE_LANE = failover-ci promotion-ci upgrade-ci arm64-ci
+MAIN_LANE = rpm-proof deb-proof matrix stress-ci bench-quick
+SIDE_LANE = failover-ci promotion-ci upgrade-ci arm64-ci fuzz
 lanes:
 	@mkdir -p $(BUILD)
 	@echo "$(SIDE_LANE) beside $(MAIN_LANE) (their output follows)"
