@@ -380,9 +380,7 @@ func (k *keeper) checkNames() error {
 	k.c.mu.Lock()
 	for name, epoch := range have {
 		if k.c.byName[name] == nil && !k.c.acquiring[name] {
-			if cur, ok := k.c.leftovers[name]; !ok || cur.k != k || cur.epoch < epoch {
-				k.c.leftovers[name] = leftover{k: k, name: name, epoch: epoch}
-			}
+			k.c.leaveOverLocked(leftover{k: k, name: name, epoch: epoch})
 			undone++
 		}
 	}
@@ -643,6 +641,11 @@ func (c *Client) renewDue() {
 func (c *Client) leaveOver(lo leftover) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.leaveOverLocked(lo)
+}
+
+// leaveOverLocked is leaveOver with c.mu held.
+func (c *Client) leaveOverLocked(lo leftover) {
 	if cur, ok := c.leftovers[lo.name]; ok && cur.k == lo.k && cur.epoch > lo.epoch {
 		return
 	}

@@ -81,15 +81,8 @@ func TestNamesCheckedWhenTheEraChanges(t *testing.T) {
 	srv := server(t)
 	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
-	ctx := context.Background()
-	kept, err := c.TryAcquire(ctx, "kept")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost, err := c.TryAcquire(ctx, "lost")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := acquireAll(t, c, "kept", "lost")
+	kept, lost := held[0], held[1]
 	// what the server that took over has: the name free, in a new era
 	exec(t, srv, "UPDATE lease.leases SET owner = NULL, expires_at = NULL, session_id = NULL WHERE name = 'lost'",
 		"SELECT lease.new_era()")
@@ -293,14 +286,8 @@ func TestLostReleaseUndone(t *testing.T) {
 	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	ctx := context.Background()
-	kept, err := c.TryAcquire(ctx, "kept")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone, err := c.TryAcquire(ctx, "gone")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := acquireAll(t, c, "kept", "gone")
+	kept, gone := held[0], held[1]
 	exec(t, srv, "CREATE TABLE saved AS SELECT * FROM lease.leases WHERE name = 'gone'")
 	if err := gone.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -320,4 +307,18 @@ func TestLostReleaseUndone(t *testing.T) {
 	if err := kept.Err(); err != nil {
 		t.Errorf("the session's other name: %v", err)
 	}
+}
+
+// acquireAll takes each of names with c, failing the test on an error.
+func acquireAll(t *testing.T, c *lease.Client, names ...string) []*lease.Lease {
+	t.Helper()
+	var held []*lease.Lease
+	for _, name := range names {
+		l, err := c.TryAcquire(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	return held
 }
