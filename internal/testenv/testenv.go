@@ -7,8 +7,10 @@ package testenv
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/pglease/pglease-gen/internal/model"
 )
@@ -47,3 +49,32 @@ func Docker(t testing.TB) { t.Helper(); Needs(t, "a Docker daemon and the local 
 // count are not refused by the grace; the grace has tests of its own.
 var FencingOnly = "DO $$ BEGIN IF to_regprocedure('" + model.PgLease.Schema + ".set_max_ttl(interval)') IS NOT NULL THEN " +
 	"PERFORM " + model.PgLease.Schema + ".set_max_ttl(NULL); END IF; END $$"
+
+// OnlyTests removes from m, a copy of the suites, every regress test and
+// isolation spec but the ones named ("regress/api", "isolation/rollback"):
+// a test about how the runner reports a case, not about the extension,
+// runs the few cases it looks at instead of all of them in every pass.
+// Naming one that m lacks fails t.
+func OnlyTests(t testing.TB, m fstest.MapFS, keep ...string) {
+	t.Helper()
+	kept := map[string]bool{}
+	for p := range m {
+		for _, dir := range []string{"regress/sql/", "isolation/specs/"} {
+			rest, ok := strings.CutPrefix(p, dir)
+			if !ok || strings.Contains(rest, "/") {
+				continue
+			}
+			name := strings.SplitN(dir, "/", 2)[0] + "/" + strings.TrimSuffix(strings.TrimSuffix(rest, ".sql"), ".spec")
+			if slices.Contains(keep, name) {
+				kept[name] = true
+			} else {
+				delete(m, p)
+			}
+		}
+	}
+	for _, k := range keep {
+		if !kept[k] {
+			t.Fatalf("OnlyTests: the suites have no test %s", k)
+		}
+	}
+}
