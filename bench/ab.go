@@ -54,25 +54,34 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 		name      string
 		this, old System
 		run       func(System) (Result, error)
+		runOld    func(System) (Result, error) // the baseline's, when not run
 	}
 	cycle := func(sys System) (Result, error) { return cycles(ctx, sys, names, 8, o.phase) }
 	renew := func(sys System) (Result, error) { return renews(ctx, sys, names, 8, o.phase) }
 	first := func(sys System) (Result, error) { return firstCycles(ctx, sys, names, 8, o.phase) }
 	hotRun := func(sys System) (Result, error) { return hot(ctx, sys, 8, o.phase) }
+	keep := func(sys System) (Result, error) { return keepAlives(ctx, sys, names, 8, o.phase) }
 	rows := []row{
-		{"cycle sync off", newOff, baseOff, cycle},
-		{"renew sync off", newOff, baseOff, renew},
-		{"cycle sync on", newOn, baseOn, cycle},
-		{"a new connection's first cycle sync on", newOn, baseOn, first},
-		{"hot name sync off", newOff, baseOff, hotRun},
-		{"cycle sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, cycle},
-		{"renew sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, renew},
+		{"cycle sync off", newOff, baseOff, cycle, nil},
+		{"renew sync off", newOff, baseOff, renew, nil},
+		{"cycle sync on", newOn, baseOn, cycle, nil},
+		{"a new connection's first cycle sync on", newOn, baseOn, first, nil},
+		{"hot name sync off", newOff, baseOff, hotRun, nil},
+		{"cycle sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, cycle, nil},
+		{"renew sync off, this with lease.synchronous_commit = session", sessionOff, baseOff, renew, nil},
+		// the sessions goal: names kept alive per second, 10 per
+		// session, over the baseline's renewals of one name a call
+		{"names kept alive sync on, this by keep-alive (10 a session), the baseline by renew", newOn, baseOn, keep, renew},
 	}
 	ratios := map[string][]float64{}
 	cpus := map[string][]float64{}
 	for round := range o.rounds {
 		for _, r := range rows {
-			this, old, err := pair(round, r.this, r.old, r.run)
+			runOld := r.runOld
+			if runOld == nil {
+				runOld = r.run
+			}
+			this, old, err := pair(round, r.this, r.old, r.run, runOld)
 			if err != nil {
 				return "", fmt.Errorf("%s: %w", r.name, err)
 			}
@@ -90,18 +99,19 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 	return b.String(), nil
 }
 
-// pair runs a, then b (b first in odd rounds, so that the machine's
-// drift falls on both alike), and returns a's result and b's.
-func pair(round int, a, b System, run func(System) (Result, error)) (Result, Result, error) {
-	first, second := a, b
+// pair runs a with runA, then b with runB (b first in odd rounds, so
+// that the machine's drift falls on both alike), and returns a's result
+// and b's.
+func pair(round int, a, b System, runA, runB func(System) (Result, error)) (Result, Result, error) {
+	first, second, run1, run2 := a, b, runA, runB
 	if round%2 == 1 {
-		first, second = b, a
+		first, second, run1, run2 = b, a, runB, runA
 	}
-	r1, err := run(first)
+	r1, err := run1(first)
 	if err != nil {
 		return Result{}, Result{}, fmt.Errorf("%s: %w", first.Name, err)
 	}
-	r2, err := run(second)
+	r2, err := run2(second)
 	if err != nil {
 		return Result{}, Result{}, fmt.Errorf("%s: %w", second.Name, err)
 	}

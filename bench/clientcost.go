@@ -90,12 +90,13 @@ func clientBench(ctx context.Context, o options, names []string, work string) (s
 					round+1, r.name, rs[0].PerSec(), rs[1].PerSec(), us(rs[0].ServerPerOp()), us(rs[1].ServerPerOp()))
 				continue
 			}
-			client, bare, err := pair(round, r.client, r.bare, func(sys System) (Result, error) {
+			run := func(sys System) (Result, error) {
 				before := selfCPU()
 				res, err := cycles(ctx, sys, names, 8, o.phase)
 				res.Client = selfCPU() - before
 				return res, err
-			})
+			}
+			client, bare, err := pair(round, r.client, r.bare, run, run)
 			if err != nil {
 				return "", fmt.Errorf("%s: %w", r.name, err)
 			}
