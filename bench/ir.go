@@ -159,7 +159,7 @@ func irCycles(n int) string {
 func irGrants(n int) string {
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('rel-%05d', 'o', '1h');\n", i)
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('rel-%05d', 'o', '50s');\n", i)
 	}
 	return b.String()
 }
@@ -180,11 +180,11 @@ func irReleases(n int) string {
 func irRenews(n int) string {
 	var b strings.Builder
 	for i := range irNames {
-		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('ir-%03d', 'o', '1h');\n", i)
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.acquire('ir-%03d', 'o', '50s');\n", i)
 	}
 	for i := range n {
 		name := fmt.Sprintf("ir-%03d", i%irNames)
-		fmt.Fprintf(&b, "SELECT 1 FROM lease.renew('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'), '1h');\n", name, name)
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.renew('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'), '50s');\n", name, name)
 	}
 	return b.String()
 }
