@@ -78,7 +78,7 @@ PG_VERSION := $(shell $(PG_CONFIG) --version 2>/dev/null)
 ifeq ($(PG_VERSION),)
 # `make test` and `make deps` install PostgreSQL first, the Docker targets do
 # not need it; everything else needs it now.
-ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test deps docker images matrix signed-dist lint-ci rpm-proof deb-proof arm64-ci matrix-arm64 fuzz bench bench-quick bench-profile bench-ab bench-ir bench-client bench-client-ir autopkgtest lintian deb-build client-majors soak-storage failover upgrade-ci,$(or $(MAKECMDGOALS),all)),)
 $(error cannot run $(PG_CONFIG): install PostgreSQL (make deps does, on Debian) or set PG_CONFIG=/path/to/pg_config)
 endif
 else
@@ -352,6 +352,11 @@ bench-client:
 bench-client-ir:
 	@command -v valgrind >/dev/null || { echo "bench-client-ir needs valgrind: apt-get install valgrind" >&2; exit 2; }
 	cd bench && PG_CONFIG=$(PG_CONFIG) $(GO) run . -only client-ir -majors $(AB_MAJOR)
+
+# lintian on every major's deb of every release (make test lints a sample
+# with each release and each major in it).
+lintian:
+	$(GO) test -count=1 -run '^TestLintian$$' ./internal/deb -args -deb.lintian-all
 
 # Debian's autopkgtest (the tarball's debian/tests) on the package of each
 # major Debian ships, in its local Debian image; make test runs 15.
