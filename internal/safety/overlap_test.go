@@ -324,7 +324,8 @@ func TestHoldersNeverOverlap(t *testing.T) {
 }
 
 // overlapRun is one run: the holders for 3 s, the fault, the holders for
-// 8 s (the grace is 4.04 s from the first grant tried after the fault).
+// 8 s (the grace is 4.04 s from the first grant tried after the fault);
+// each phase longer, until 3 holdings began in it, on a loaded machine.
 // It returns the overlaps found and what the run did.
 func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, string) {
 	ctx := context.Background()
@@ -374,6 +375,7 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	var mu sync.Mutex
 	var ivs []interval
 	starts := map[string]interval{}
+	var begun []int64 // when each holding started
 	var procs []*osexec.Cmd
 	var ins []io.WriteCloser
 	var readers sync.WaitGroup
@@ -409,6 +411,7 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 				mu.Lock()
 				if fs[0] == "start" {
 					starts[key] = interval{holder: holder, name: fs[1], epoch: epoch, start: at}
+					begun = append(begun, at)
 				} else if iv, ok := starts[key]; ok {
 					iv.end = at
 					ivs = append(ivs, iv)
@@ -433,11 +436,35 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		readers.Wait()
 	}
 	defer stop()
-	time.Sleep(3 * time.Second)
+	// at least 3 s, and on a loaded machine until 3 holdings have begun
+	// (on each side of the fault: what the check below requires)
+	waitHoldings := func(side string, since int64, least time.Duration) {
+		t.Helper()
+		start := time.Now()
+		time.Sleep(least)
+		for {
+			mu.Lock()
+			n := 0
+			for _, at := range begun {
+				if at > since {
+					n++
+				}
+			}
+			mu.Unlock()
+			if n >= 3 {
+				return
+			}
+			if time.Since(start) > least+30*time.Second {
+				t.Fatalf("%s with %s: %d holdings began %s the fault in %s: too little traffic to prove anything", f.name, v.name, n, side, time.Since(start).Round(time.Second))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitHoldings("before", 0, 3*time.Second)
 	fault := monotonic()
 	f.strike(t, srv, standby)
 	struck := monotonic()
-	time.Sleep(8 * time.Second)
+	waitHoldings("after", struck, 8*time.Second)
 	stop()
 	// a holder still acting at the end: its interval ends now
 	end := monotonic()
