@@ -19,6 +19,13 @@ SELECT name, held, owner, epoch FROM lease.list();
 SELECT acquired, epoch FROM lease.acquire('a', 'x', interval '1 minute');
 SELECT acquired FROM lease.session_acquire(1, 'x', 'c');
 SELECT acquired FROM lease.session_acquire(42, 'w', 'c');
+-- nor once the names' own expiry (their grant's) has passed while the
+-- session lives: the session's is what counts (moved here as keep-alives
+-- and time would move them)
+UPDATE lease.leases SET expires_at = clock_timestamp() - interval '1 second' WHERE name IN ('a', 'b');
+SELECT acquired, epoch FROM lease.acquire('a', 'x', interval '1 minute');
+SELECT acquired FROM lease.acquire('b', 'x', interval '1 minute', interval '50 milliseconds');
+SELECT name, held, owner, epoch FROM lease.list();
 
 -- one keep-alive extends every name under the session
 CREATE TEMP TABLE before AS SELECT expires_at FROM lease.inspect('a');

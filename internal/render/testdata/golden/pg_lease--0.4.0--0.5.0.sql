@@ -435,6 +435,7 @@ DECLARE
     v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
     v_next    bigint;   -- the epoch a grant would take, before the era's floor
     v_joined  boolean;  -- this call settled the era: read era_now itself from now on
+    v_sessioned boolean;  -- the read showed the name under a session
     v_grace   timestamptz;  -- the end of the era's grace, while it lasts
 BEGIN
     -- A non-blocking call with good arguments passes in one expression;
@@ -544,29 +545,55 @@ BEGIN
                     -- the epoch. Otherwise nothing is updated, and the era is
                     -- settled below. The band is the one the plan was made with
                     -- (era_first(), era_last()), until this call has settled the era.
+                    -- A name held on its own is taken by a statement without the
+                    -- read of sessions (which costs every call that has one in its
+                    -- plan); once the read below has shown the name under a
+                    -- session (v_sessioned), by its session's expiry. What the
+                    -- first takes, the second would take too.
                     IF v_joined THEN
-                        UPDATE @extschema@.leases AS l
-                           SET owner = acquire.owner,
-                               -- A released lease keeps its epoch (release advanced it);
-                               -- a lapsed one is taken over under the next; at least the
-                               -- first epoch of the era's band.
-                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
-                               session_id = NULL
-                          FROM @extschema@.era_now AS c
-                         WHERE l.name = acquire.name
-                           -- (a session's name: by its session's expiry, read locked, so
-                           -- that a keep-alive in flight is waited for)
-                           AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                        IF v_sessioned THEN
+                            UPDATE @extschema@.leases AS l
+                               SET owner = acquire.owner,
+                                   -- A released lease keeps its epoch (release advanced it);
+                                   -- a lapsed one is taken over under the next; at least the
+                                   -- first epoch of the era's band.
+                                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   session_id = NULL
+                              FROM @extschema@.era_now AS c
+                             WHERE l.name = acquire.name
+                               -- (a session's name: by its session's expiry, read locked, so
+                               -- that a keep-alive in flight is waited for)
+                               AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
-                                -- (held by the caller since an earlier era: a new grant, see
-                                -- held_in_era)
-                                OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
-                           AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                           AND l.epoch < c.last_epoch
-                           AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
-                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-                    ELSE
+                                    -- (held by the caller since an earlier era: a new grant, see
+                                    -- held_in_era)
+                                    OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                               AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND l.epoch < c.last_epoch
+                               AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                        ELSE
+                            UPDATE @extschema@.leases AS l
+                               SET owner = acquire.owner,
+                                   -- A released lease keeps its epoch (release advanced it);
+                                   -- a lapsed one is taken over under the next; at least the
+                                   -- first epoch of the era's band.
+                                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   session_id = NULL
+                              FROM @extschema@.era_now AS c
+                             WHERE l.name = acquire.name
+                               AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                                    -- (held by the caller since an earlier era: a new grant, see
+                                    -- held_in_era)
+                                    OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                               AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND l.epoch < c.last_epoch
+                               AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                        END IF;
+                    ELSIF v_sessioned THEN
                         UPDATE @extschema@.leases AS l
                            SET owner = acquire.owner,
                                -- A released lease keeps its epoch (release advanced it);
@@ -580,6 +607,23 @@ BEGIN
                            -- that a keep-alive in flight is waited for)
                            AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                           AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    ELSE
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               session_id = NULL
+                         WHERE l.name = acquire.name
+                           AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                                 -- (held by the caller since an earlier era: a new grant, see
                                 -- held_in_era)
                                 OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
@@ -732,6 +776,7 @@ BEGIN
                         PERFORM pg_sleep(greatest(least(v_left, extract(epoch FROM v_grace) - extract(epoch FROM clock_timestamp())), 0)::float8);
                     END IF;
                     v_joined := true;
+                    v_sessioned := v_session IS NOT NULL;
                     CONTINUE;
                 END IF;
 
@@ -781,29 +826,55 @@ BEGIN
             -- the epoch. Otherwise nothing is updated, and the era is
             -- settled below. The band is the one the plan was made with
             -- (era_first(), era_last()), until this call has settled the era.
+            -- A name held on its own is taken by a statement without the
+            -- read of sessions (which costs every call that has one in its
+            -- plan); once the read below has shown the name under a
+            -- session (v_sessioned), by its session's expiry. What the
+            -- first takes, the second would take too.
             IF v_joined THEN
-                UPDATE @extschema@.leases AS l
-                   SET owner = acquire.owner,
-                       -- A released lease keeps its epoch (release advanced it);
-                       -- a lapsed one is taken over under the next; at least the
-                       -- first epoch of the era's band.
-                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
-                       session_id = NULL
-                  FROM @extschema@.era_now AS c
-                 WHERE l.name = acquire.name
-                   -- (a session's name: by its session's expiry, read locked, so
-                   -- that a keep-alive in flight is waited for)
-                   AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                IF v_sessioned THEN
+                    UPDATE @extschema@.leases AS l
+                       SET owner = acquire.owner,
+                           -- A released lease keeps its epoch (release advanced it);
+                           -- a lapsed one is taken over under the next; at least the
+                           -- first epoch of the era's band.
+                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           session_id = NULL
+                      FROM @extschema@.era_now AS c
+                     WHERE l.name = acquire.name
+                       -- (a session's name: by its session's expiry, read locked, so
+                       -- that a keep-alive in flight is waited for)
+                       AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
-                        -- (held by the caller since an earlier era: a new grant, see
-                        -- held_in_era)
-                        OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
-                   AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                   AND l.epoch < c.last_epoch
-                   AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
-                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-            ELSE
+                            -- (held by the caller since an earlier era: a new grant, see
+                            -- held_in_era)
+                            OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                       AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                       AND l.epoch < c.last_epoch
+                       AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                ELSE
+                    UPDATE @extschema@.leases AS l
+                       SET owner = acquire.owner,
+                           -- A released lease keeps its epoch (release advanced it);
+                           -- a lapsed one is taken over under the next; at least the
+                           -- first epoch of the era's band.
+                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           session_id = NULL
+                      FROM @extschema@.era_now AS c
+                     WHERE l.name = acquire.name
+                       AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                            -- (held by the caller since an earlier era: a new grant, see
+                            -- held_in_era)
+                            OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                       AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                       AND l.epoch < c.last_epoch
+                       AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                END IF;
+            ELSIF v_sessioned THEN
                 UPDATE @extschema@.leases AS l
                    SET owner = acquire.owner,
                        -- A released lease keeps its epoch (release advanced it);
@@ -817,6 +888,23 @@ BEGIN
                    -- that a keep-alive in flight is waited for)
                    AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            ELSE
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       session_id = NULL
+                 WHERE l.name = acquire.name
+                   AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                         -- (held by the caller since an earlier era: a new grant, see
                         -- held_in_era)
                         OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
@@ -921,6 +1009,7 @@ BEGIN
                 RETURN;
             END IF;
             v_joined := true;
+            v_sessioned := v_session IS NOT NULL;
             CONTINUE;
         END IF;
 
