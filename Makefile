@@ -150,8 +150,11 @@ GO_TEST_P ?= 3
 # What make test leaves to its lanes: TestSignedInstalls (dnf with
 # gpgcheck=1 and repo_gpgcheck=1, apt checking the suite's signature, both
 # suites) is what rpm-proof and deb-proof do with the same signed build, on
-# more majors; make go-test alone runs it (2.5 min of the Go tests' 12).
-GO_TEST_SKIP_IN_TEST = TestSignedInstalls
+# more majors; TestSuitesPassInContainer (the newest version's suites and
+# the update check on 16, in its image) is what the matrix sample does on
+# 16 and 18 through the same runner. make go-test alone runs them (2.5 and
+# 1 min of the Go tests' 12).
+GO_TEST_SKIP_IN_TEST = TestSignedInstalls|TestSuitesPassInContainer
 GO_TEST_SKIP ?=
 go-test:
 	$(GO) vet ./...

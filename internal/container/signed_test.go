@@ -176,7 +176,7 @@ func TestTamperingIsRefused(t *testing.T) {
 // offers the stand-in postgresql-16 beside Debian's own 17, apt takes the
 // trixie suite of a signed build (checked with the image's gpgv and sqv),
 // resolves postgresql-16 and its client from the image's repository, and
-// both suites run on 16.
+// a few cases of both suites and the update check run on 16.
 func TestStandinServerOnTrixie(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
@@ -198,7 +198,13 @@ func TestStandinServerOnTrixie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options(17, pglease.Files, "")
+	// a few of the newest version's cases: what is tested here is that
+	// apt resolves the stand-in server and the package runs on it (the
+	// matrix runs the whole suites on 16, deb-proof installs each
+	// release's debs of Debian 12's majors and runs them)
+	src := embedded(t)
+	testenv.OnlyTests(t, src, "regress/api", "regress/sessions", "isolation/rollback")
+	o := options(17, src, "")
 	o.Image, o.NewestOnly = images.DebianRepository, true
 	o.Layout = func(int) layout.Layout { return layout.Debian(16) }
 	o.Install = runner.AptInstall(model.PgLease, repo, s.PublicKey(), "")

@@ -30,7 +30,7 @@ func TestTemplateCloneEntersNewEra(t *testing.T) {
 			n        int
 		}{
 			{"\n               AND c.database_oid OPERATOR(pg_catalog.=) " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 3}, // era_first, era_last, era_grace
-			{" AND c.database_oid = " + thisDatabase + "\n", "\n", 5},                                                      // acquire's joined statements, grace()
+			{" AND c.database_oid = " + thisDatabase + "\n", "\n", 7},                                                      // acquire's joined statements (with and without the read of sessions), grace()
 			{" AND c.database_oid = " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 4},                                      // acquire's reads of the grace
 			{" AND v_now.database_oid = v_db", "", 3},                                                                      // enter_era
 		} {

@@ -27,7 +27,8 @@ var Variants = []Variant{
 	{"unchecked_takeover", "a free lease is taken without re-checking it as it is written", []string{"unique-epoch", "no-overlap"},
 		[]string{"AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at\n" +
 			"                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()\n",
-			"AND (true\n"}, false},
+			"AND (true\n",
+			"AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())\n", "AND (true\n"}, false},
 	{"no_lapse_check", "renew and release accept a lapsed lease", []string{"no-revival", "release-live"},
 		[]string{"WHEN v_expires <= v_now THEN 'lapsed'", "WHEN false THEN 'lapsed'",
 			"\n               AND l.expires_at > clock_timestamp()", ""}, false},
