@@ -125,10 +125,22 @@ type overlapVariant struct {
 	version string
 	max     string      // lease.set_max_ttl's argument
 	edits   [][2]string // for a copy of the install script
+	// setup runs after CREATE EXTENSION, as the installer
+	setup []string
+	// safe: no two holders may overlap (a broken variant must)
+	safe bool
 }
 
+// noSessions takes open_session out of a database of 0.5.0: the Go
+// client then holds each name on its own, as on an extension before
+// 0.5.0 (acquire, renew at the caller's synchronous_commit, release).
+var noSessions = []string{"ALTER EXTENSION pg_lease DROP FUNCTION lease.open_session(text, interval)", "DROP FUNCTION lease.open_session(text, interval)"}
+
 var (
-	overlapShipped = overlapVariant{name: "0.5.0", ext: "pg_lease", max: "interval '4 seconds'"}
+	overlapShipped = overlapVariant{name: "0.5.0", ext: "pg_lease", max: "interval '4 seconds'", safe: true}
+	// 0.5.0 to a client that holds each name on its own (renewals at
+	// synchronous_commit = off, one name a call): make overlap only
+	overlapPerName = overlapVariant{name: "0.5.0, names held on their own", ext: "pg_lease", max: "interval '4 seconds'", setup: noSessions, safe: true}
 	// 0.4.0 itself: no maximum, no grace, no sessions (the client holds
 	// each name on its own, as on any extension before 0.5.0)
 	overlapFencing = overlapVariant{name: "0.4.0 (no maximum TTL, no grace, no sessions)", ext: "pg_lease", version: "0.4.0"}
@@ -137,6 +149,9 @@ var (
 	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
 		edits: [][2]string{{"        v_grace := (((clock_timestamp() AT TIME ZONE 'UTC') + @extschema@.grace_length() * 1.01) AT TIME ZONE 'UTC');",
 			"        v_grace := NULL;"}}}
+	// the same, to a client that holds each name on its own
+	overlapNoGracePerName = overlapVariant{name: "0.5.0 without the grace, names held on their own", ext: overlapNoGrace.ext, max: overlapNoGrace.max,
+		edits: overlapNoGrace.edits, setup: []string{strings.ReplaceAll(noSessions[0], "pg_lease", overlapNoGrace.ext), noSessions[1]}}
 )
 
 // overlapFault is what strikes the run.
@@ -157,7 +172,7 @@ var overlapFaults = []overlapFault{
 	// overlaps reliably here; docs/grace.md)
 	{name: "crash (floor on)", floor: "on",
 		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
-	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
+	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace, overlapNoGracePerName},
 		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
 	{name: "crash restart (a backend killed)", floor: "session",
 		strike: func(t *testing.T, p, _ *pgserver.Server) {
@@ -279,6 +294,9 @@ func TestHoldersNeverOverlap(t *testing.T) {
 			continue
 		}
 		vs := []overlapVariant{overlapShipped}
+		if *overlapAll {
+			vs = append(vs, overlapPerName)
+		}
 		for _, b := range f.variants {
 			if *overlapAll || (b.name == overlapFencing.name && f.standby) {
 				vs = append(vs, b)
@@ -286,7 +304,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 		}
 		for _, v := range vs {
 			t.Run(f.name+"/"+v.name, func(t *testing.T) {
-				broken := v.name != overlapShipped.name
+				broken := !v.safe
 				// a broken variant overlaps when a holder of a lost grant or
 				// renewal is still acting as the server gives the name
 				// again: most runs, not every one
@@ -354,7 +372,7 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	if v.version != "" {
 		create = []string{"CREATE EXTENSION " + v.ext + " VERSION '" + v.version + "'"}
 	}
-	mustExec(t, srv.DSN("overlap"), append(create, "SELECT lease.set_floor('"+f.floor+"')")...)
+	mustExec(t, srv.DSN("overlap"), append(append(create, v.setup...), "SELECT lease.set_floor('"+f.floor+"')")...)
 	hosts := srv.Dir
 	var standby *pgserver.Server
 	if f.standby {
