@@ -162,7 +162,9 @@ type overlapFault struct {
 	standby  bool
 	sync     bool             // the standby synchronous (synchronous_standby_names)
 	variants []overlapVariant // that overlap in it (the broken ones)
-	strike   func(t *testing.T, primary, standby *pgserver.Server)
+	// strike: the fault; create is what made the holders' database (the
+	// extension, its maximum and floor)
+	strike func(t *testing.T, primary, standby *pgserver.Server, create []string)
 }
 
 var overlapFaults = []overlapFault{
@@ -171,11 +173,11 @@ var overlapFaults = []overlapFault{
 	// durable expiry has passed, in every run we tried: no broken variant
 	// overlaps reliably here; docs/grace.md)
 	{name: "crash (floor on)", floor: "on",
-		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
+		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) { pauseKillRestart(t, p) }},
 	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace, overlapNoGracePerName},
-		strike: func(t *testing.T, p, _ *pgserver.Server) { pauseKillRestart(t, p) }},
-	{name: "crash restart (a backend killed)", floor: "session",
-		strike: func(t *testing.T, p, _ *pgserver.Server) {
+		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) { pauseKillRestart(t, p) }},
+	{name: "crash restart (a backend killed)", floor: "session", variants: []overlapVariant{overlapFencing, overlapNoGrace},
+		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) {
 			// kill -9 of one backend: the postmaster ends every other one
 			// and recovers from the WAL, as after a crash
 			var pid int
@@ -189,7 +191,7 @@ var overlapFaults = []overlapFault{
 		}},
 	// (the standby cut off 2 s before the primary is killed and promoted)
 	{name: "asynchronous failover", floor: "on", standby: true, sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
-		strike: func(t *testing.T, p, s *pgserver.Server) {
+		strike: func(t *testing.T, p, s *pgserver.Server, _ []string) {
 			ctx := context.Background()
 			if err := s.CutReplication(ctx); err != nil {
 				t.Fatal(err)
@@ -213,7 +215,7 @@ var overlapFaults = []overlapFault{
 	// client's era check releases it again, at about when the lost
 	// grant's holder checks and learns its loss; docs/grace.md)
 	{name: "failover with cancelled sync waits", floor: "on", standby: true, sync: true, variants: []overlapVariant{overlapFencing},
-		strike: func(t *testing.T, p, s *pgserver.Server) {
+		strike: func(t *testing.T, p, s *pgserver.Server, _ []string) {
 			ctx := context.Background()
 			conn := connect(t, p.DSN("postgres"))
 			if err := s.CutReplication(ctx); err != nil {
@@ -244,7 +246,7 @@ var overlapFaults = []overlapFault{
 	// a dump does not carry the one set_floor sets. 0.4.0 is not among
 	// the broken variants: its dump restores as the default version)
 	{name: "restore in place", floor: "on", variants: []overlapVariant{overlapNoGrace},
-		strike: func(t *testing.T, p, _ *pgserver.Server) {
+		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) {
 			ctx := context.Background()
 			file := filepath.Join(p.Dir, "dump") // pg_dump runs as the server's user
 			if err := p.Dump(ctx, "overlap", file); err != nil {
@@ -256,6 +258,27 @@ var overlapFaults = []overlapFault{
 			}
 			time.Sleep(time.Second - time.Since(start))
 			mustExec(t, p.DSN("postgres"), "DROP DATABASE overlap WITH (FORCE)", "ALTER DATABASE overlap_restored RENAME TO overlap")
+		}},
+	// (the same with lease.leases alone: its rows restored, with
+	// pg_restore --data-only -t leases, into a database where pg_lease was
+	// created afresh, its maximum and floor set: rows without their eras,
+	// and without their sessions, whose holders then learn at their next
+	// keep-alive that they lost them)
+	{name: "table restored in place", floor: "on", variants: []overlapVariant{overlapNoGrace},
+		strike: func(t *testing.T, p, _ *pgserver.Server, create []string) {
+			ctx := context.Background()
+			file := filepath.Join(p.Dir, "dump")
+			if err := p.Dump(ctx, "overlap", file); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			mustExec(t, p.DSN("postgres"), "CREATE DATABASE overlap_rows")
+			mustExec(t, p.DSN("overlap_rows"), create...)
+			if err := p.RestoreTableData(ctx, "overlap_rows", file, "leases"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second - time.Since(start))
+			mustExec(t, p.DSN("postgres"), "DROP DATABASE overlap WITH (FORCE)", "ALTER DATABASE overlap_rows RENAME TO overlap")
 		}},
 }
 
@@ -372,7 +395,8 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	if v.version != "" {
 		create = []string{"CREATE EXTENSION " + v.ext + " VERSION '" + v.version + "'"}
 	}
-	mustExec(t, srv.DSN("overlap"), append(append(create, v.setup...), "SELECT lease.set_floor('"+f.floor+"')")...)
+	create = append(append(create, v.setup...), "SELECT lease.set_floor('"+f.floor+"')")
+	mustExec(t, srv.DSN("overlap"), create...)
 	hosts := srv.Dir
 	var standby *pgserver.Server
 	if f.standby {
@@ -480,7 +504,7 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	}
 	waitHoldings("before", 0, 3*time.Second)
 	fault := monotonic()
-	f.strike(t, srv, standby)
+	f.strike(t, srv, standby, create)
 	struck := monotonic()
 	waitHoldings("after", struck, 8*time.Second)
 	stop()
