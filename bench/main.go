@@ -53,7 +53,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run)")
 	flag.StringVar(&o.out, "out", "results", "directory for latest.md and latest.png")
-	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,keep-alive,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), client-ir (the clients' own instructions per cycle under valgrind), ir (instructions per operation under valgrind, with -baseline)")
+	flag.StringVar(&o.only, "only", "", "run only these workloads (cycle,renew,keep-alive,hot,hand-off,pooled,purge,soak,headline), for profiling; writes no report but soak.{md,png} and headline.md; or only one of: profile (perf, writes profile.md), ab (with -baseline), client (the Go client against bare SQL), client-ir (the clients' own instructions per cycle under valgrind), ir (instructions per operation under valgrind, with -baseline), keep-alive-cost (one session's keep-alive with 1, 100 and 10,000 names under it: backend CPU, WAL, round trips)")
 	majors := flag.String("majors", "15,18", "the majors the headline (pg_lease/floor at 8 clients) runs on: pg_config's installation for its own major, the pinned npm build for the others")
 	flag.BoolVar(&o.npm, "npm", false, "run the headline on the pinned npm build of every major, pg_config's too (it keeps its symbols, for perf)")
 	flag.StringVar(&o.baseline, "baseline", "", "with -only ab or ir: an install script of pg_lease (rendered from an older commit) to measure this tree against, on the first of -majors")
@@ -158,10 +158,11 @@ func run(o options) error {
 	}
 	// one-off comparisons: each prints its table
 	if run, ok := map[string]func() (string, error){
-		"ir":        func() (string, error) { return irBench(ctx, o, work) },
-		"client":    func() (string, error) { return clientBench(ctx, o, names, work) },
-		"client-ir": func() (string, error) { return clientIRBench(ctx, o, work) },
-		"ab":        func() (string, error) { return abBench(ctx, o, names, work) },
+		"ir":              func() (string, error) { return irBench(ctx, o, work) },
+		"client":          func() (string, error) { return clientBench(ctx, o, names, work) },
+		"client-ir":       func() (string, error) { return clientIRBench(ctx, o, work) },
+		"ab":              func() (string, error) { return abBench(ctx, o, names, work) },
+		"keep-alive-cost": func() (string, error) { return keepCostBench(ctx, o, work) },
 	}[o.only]; ok {
 		md, err := run()
 		if err != nil {
