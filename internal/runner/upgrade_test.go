@@ -44,6 +44,14 @@ func TestUpdateCheckCatchesMistakes(t *testing.T) {
 		want []string // in the difference, in order
 	}{
 		{"unchanged", func(s string) (string, error) { return s, nil }, nil},
+		// (the held leases: an update that moves epochs back, or frees a
+		// holder's name, is caught by the rows before and after)
+		{"resets_epochs", func(s string) (string, error) {
+			return s + "UPDATE @extschema@.leases SET epoch = 1;\n", nil
+		}, []string{"the lease rows changed in the update", "before", "after"}},
+		{"frees_a_name", func(s string) (string, error) {
+			return s + "UPDATE @extschema@.leases SET owner = NULL, expires_at = NULL WHERE name = (SELECT min(name) FROM @extschema@.leases WHERE owner IS NOT NULL);\n", nil
+		}, []string{"the lease rows changed in the update"}},
 		// (objects of the newest update, 0.4.0 to 0.5.0)
 		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.sessions FROM PUBLIC"),
 			[]string{"relation lease.sessions differs", "- fresh:   acl {"}},
