@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pglease/pglease-gen/internal/leaseclient"
 )
+
+// guardRuns counts guardedWrites' runs.
+var guardRuns atomic.Int64
 
 // protectedSchema is the table guarded writes change: the data a lease
 // protects.
@@ -34,14 +38,19 @@ func connOf(c Client) *pgx.Conn {
 // it is the same UPDATE alone.
 func guardedWrites(ctx context.Context, s System, clients int, d time.Duration) (Result, error) {
 	guard := s.Name == "pg_lease"
+	// names of this run's own: an acquire by the holder of a name it
+	// still holds from an earlier run is idempotent and keeps that
+	// grant's expiry (0.5.0's default maximum is a minute, shorter than
+	// the rounds of a headline)
+	prefix := fmt.Sprintf("guarded-%d-", guardRuns.Add(1))
 	epochs := make([]int64, clients)
 	r, err := parallel(ctx, s, clients, d, func(c Client, i int) error {
 		if !guard {
 			return nil
 		}
-		g, err := leaseclient.Acquire(ctx, connOf(c), "guarded-"+strconv.Itoa(i), "g"+strconv.Itoa(i), time.Minute, nil) // (0.5.0 grants at most a minute by default)
+		g, err := leaseclient.Acquire(ctx, connOf(c), prefix+strconv.Itoa(i), "g"+strconv.Itoa(i), time.Minute, nil) // (0.5.0 grants at most a minute by default)
 		if err != nil || !g.Acquired {
-			return errOr(err, "acquire of guarded-%d failed", i)
+			return errOr(err, "acquire of %s%d failed", prefix, i)
 		}
 		epochs[i] = *g.Epoch
 		return nil
@@ -53,7 +62,7 @@ func guardedWrites(ctx context.Context, s System, clients int, d time.Duration) 
 			return err == nil, err
 		}
 		var b pgx.Batch
-		b.Queue("SELECT lease.guard($1, $2, $3)", "guarded-"+strconv.Itoa(i), "g"+strconv.Itoa(i), epochs[i])
+		b.Queue("SELECT lease.guard($1, $2, $3)", prefix+strconv.Itoa(i), "g"+strconv.Itoa(i), epochs[i])
 		b.Queue("UPDATE protected SET v = v + 1 WHERE id = $1", id)
 		err := conn.SendBatch(ctx, &b).Close()
 		return err == nil, err
