@@ -183,7 +183,25 @@ BEGIN
                     -- plan); once the read below has shown the name under a
                     -- session (v_sessioned), by its session's expiry. What the
                     -- first takes, the second would take too.
-                    IF v_joined THEN
+                    -- (the first try's case tested first, in one expression)
+                    IF v_joined IS NOT TRUE AND v_sessioned IS NOT TRUE THEN
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               session_id = NULL
+                         WHERE l.name = acquire.name
+                           AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                           AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    ELSIF v_joined THEN
                         IF v_sessioned THEN
                             UPDATE @extschema@.leases AS l
                                SET owner = acquire.owner,
@@ -226,7 +244,7 @@ BEGIN
                                AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
                             RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                         END IF;
-                    ELSIF v_sessioned THEN
+                    ELSE
                         UPDATE @extschema@.leases AS l
                            SET owner = acquire.owner,
                                -- A released lease keeps its epoch (release advanced it);
@@ -240,23 +258,6 @@ BEGIN
                            -- that a keep-alive in flight is waited for)
                            AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
-                                -- (held by the caller since an earlier era: a new grant, see
-                                -- held_in_era)
-                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
-                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
-                           AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
-                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-                    ELSE
-                        UPDATE @extschema@.leases AS l
-                           SET owner = acquire.owner,
-                               -- A released lease keeps its epoch (release advanced it);
-                               -- a lapsed one is taken over under the next; at least the
-                               -- first epoch of the era's band.
-                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
-                               session_id = NULL
-                         WHERE l.name = acquire.name
-                           AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                                 -- (held by the caller since an earlier era: a new grant, see
                                 -- held_in_era)
                                 OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
@@ -464,7 +465,25 @@ BEGIN
             -- plan); once the read below has shown the name under a
             -- session (v_sessioned), by its session's expiry. What the
             -- first takes, the second would take too.
-            IF v_joined THEN
+            -- (the first try's case tested first, in one expression)
+            IF v_joined IS NOT TRUE AND v_sessioned IS NOT TRUE THEN
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       session_id = NULL
+                 WHERE l.name = acquire.name
+                   AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            ELSIF v_joined THEN
                 IF v_sessioned THEN
                     UPDATE @extschema@.leases AS l
                        SET owner = acquire.owner,
@@ -507,7 +526,7 @@ BEGIN
                        AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
                     RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
                 END IF;
-            ELSIF v_sessioned THEN
+            ELSE
                 UPDATE @extschema@.leases AS l
                    SET owner = acquire.owner,
                        -- A released lease keeps its epoch (release advanced it);
@@ -521,23 +540,6 @@ BEGIN
                    -- that a keep-alive in flight is waited for)
                    AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
-                        -- (held by the caller since an earlier era: a new grant, see
-                        -- held_in_era)
-                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
-                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
-                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
-                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
-            ELSE
-                UPDATE @extschema@.leases AS l
-                   SET owner = acquire.owner,
-                       -- A released lease keeps its epoch (release advanced it);
-                       -- a lapsed one is taken over under the next; at least the
-                       -- first epoch of the era's band.
-                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
-                       session_id = NULL
-                 WHERE l.name = acquire.name
-                   AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                         -- (held by the caller since an earlier era: a new grant, see
                         -- held_in_era)
                         OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
@@ -812,26 +814,27 @@ BEGIN
                SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
              WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
                AND l.session_id IS NULL AND l.expires_at > clock_timestamp();
-            -- (FOUND costs less here than a RETURNING ... INTO STRICT)
+            -- (FOUND costs less here than a RETURNING ... INTO STRICT; one
+            -- test of it on the common path)
             IF NOT FOUND THEN
                 UPDATE @extschema@.leases AS l
                    SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
                  WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
                    AND l.session_id IS NOT NULL AND (CASE WHEN l.session_id IS NULL THEN l.expires_at
                  ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp();
-            END IF;
-            IF FOUND THEN
-                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
-                   NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                    PERFORM @extschema@.durable();
+                IF NOT FOUND THEN
+                    RAISE EXCEPTION USING ERRCODE = 'LS001';
                 END IF;
-                -- Someone watches the name: tell them (see watch()).
-                IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
-                    PERFORM pg_notify('lease_released', release.name);
-                END IF;
-                RETURN 'ok';
             END IF;
-            RAISE EXCEPTION USING ERRCODE = 'LS001';
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                PERFORM @extschema@.durable();
+            END IF;
+            -- Someone watches the name: tell them (see watch()).
+            IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
+                PERFORM pg_notify('lease_released', release.name);
+            END IF;
+            RETURN 'ok';
         EXCEPTION WHEN SQLSTATE 'LS001' THEN
             NULL;  -- not released: no lock is kept
         END;
