@@ -168,9 +168,9 @@ func irCycles(n int) string {
 
 // irLookups is irCycles' reads of the epoch to release with, alone: the
 // script's own query, planned at every statement of a stand-alone
-// backend, whose plan grows with the table's indexes (0.5.0's leases has
-// two), not the functions' cost. Counted and taken off, what is left is
-// the two calls.
+// backend (it costs more in 0.5.0's table, which has one more column and
+// a second index), not the functions' cost. Counted and taken off, what is
+// left is the two calls.
 func irLookups(n int) string {
 	var b strings.Builder
 	for i := range n {
