@@ -160,6 +160,31 @@ func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
 	}
 }
 
+// setSystem changes a setting of the server with ALTER SYSTEM (value
+// "" resets it) and waits until a new connection sees it: pg_reload_conf()
+// only signals the postmaster, and on a loaded machine a connection made
+// at once can still get the old value. Once a new backend has the new
+// one, the postmaster has signalled every running backend too, which
+// applies it before its next command.
+func setSystem(t *testing.T, srv *pgserver.Server, name, value string) {
+	t.Helper()
+	alter := "ALTER SYSTEM SET " + name + " = '" + value + "'"
+	if value == "" {
+		alter = "ALTER SYSTEM RESET " + name
+	}
+	exec(t, srv, alter, "SELECT pg_reload_conf()")
+	var now string
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		queryRow(t, srv, "SELECT current_setting($1)", []any{name}, &now)
+		if now == value || time.Now().After(end) {
+			break
+		}
+	}
+	if now != value {
+		t.Fatalf("%s: a new connection still sees %q 30 s after the reload, not %q", name, now, value)
+	}
+}
+
 // slowWrites makes the writes to lease.leases on events ("INSERT", or
 // "INSERT OR UPDATE") whose new row meets cond (SQL on NEW) take seconds
 // longer: a trigger sleeps, as a slow disk or commit would.
@@ -549,7 +574,7 @@ func TestDeadlineWithoutServer(t *testing.T) {
 // before it hands out the epoch, which inspect shows it holds.
 func TestCancelledWaitSettled(t *testing.T) {
 	srv := server(t)
-	exec(t, srv, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'", "SELECT pg_reload_conf()")
+	setSystem(t, srv, "synchronous_standby_names", "nobody")
 	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: 300 * time.Millisecond})
 	l, err := c.TryAcquire(context.Background(), "sync")
 	if err != nil {
@@ -561,7 +586,7 @@ func TestCancelledWaitSettled(t *testing.T) {
 	if r := inspect(t, srv, "sync"); !r.held || *r.owner != l.Owner || *r.epoch != l.Epoch {
 		t.Errorf("inspect: %v %v %v; the lease %s %d", r.held, *r.owner, *r.epoch, l.Owner, l.Epoch)
 	}
-	exec(t, srv, "ALTER SYSTEM RESET synchronous_standby_names", "SELECT pg_reload_conf()")
+	setSystem(t, srv, "synchronous_standby_names", "")
 	if err := l.Release(context.Background()); err != nil {
 		t.Error(err)
 	}

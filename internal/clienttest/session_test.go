@@ -237,8 +237,8 @@ func TestKeepAliveNeedsNoStandby(t *testing.T) {
 	}
 	exec(t, srv, "CREATE TABLE probe (x int)")
 	// (undone before the client's Close, which waits for a standby)
-	exec(t, srv, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'", "SELECT pg_reload_conf()")
-	t.Cleanup(func() { exec(t, srv, "ALTER SYSTEM RESET synchronous_standby_names", "SELECT pg_reload_conf()") })
+	setSystem(t, srv, "synchronous_standby_names", "nobody")
+	t.Cleanup(func() { setSystem(t, srv, "synchronous_standby_names", "") })
 	// a commit at on now waits for the standby: shown on a write of the
 	// test's own, seen waiting (SyncRep) and then cancelled (the commit
 	// stands, with a warning)
