@@ -185,6 +185,64 @@ func setSystem(t *testing.T, srv *pgserver.Server, name, value string) {
 	}
 }
 
+// syncWaits waits until a commit at synchronous_commit = on waits for the
+// synchronous standby that synchronous_standby_names (set with setSystem)
+// names: backends wait only once the checkpointer has read the reload,
+// which on a loaded machine comes later than theirs. A probe's commit is
+// tried until one is seen waiting (SyncRep), and that one is cancelled
+// (it stands, with a warning).
+func syncWaits(t *testing.T, srv *pgserver.Server) {
+	t.Helper()
+	ctx := context.Background()
+	probe, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(ctx)
+	var pid int
+	if err := probe.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	// the probe's table, made without waiting for the standby
+	for _, sql := range []string{"SET synchronous_commit = local", "CREATE TABLE IF NOT EXISTS sync_probe (x int)", "RESET synchronous_commit"} {
+		if _, err := probe.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waited is one probe, an insert: true when its commit was seen
+	// waiting (and then cancelled), false when it committed without
+	// waiting
+	waited := func() bool {
+		inserted := make(chan error, 1)
+		go func() { _, err := probe.Exec(ctx, "INSERT INTO sync_probe VALUES (1)"); inserted <- err }()
+		for {
+			select {
+			case err := <-inserted:
+				if err != nil {
+					t.Fatal(err)
+				}
+				return false
+			default:
+			}
+			var waits bool
+			queryRow(t, srv, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", []any{pid}, &waits)
+			if waits {
+				exec(t, srv, "SELECT pg_cancel_backend("+strconv.Itoa(pid)+")")
+				if err := <-inserted; err != nil {
+					t.Fatal(err)
+				}
+				return true
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for end := time.Now().Add(30 * time.Second); !waited(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("for 30 s every commit at synchronous_commit = on returned without waiting for the synchronous standby: the test shows nothing")
+		}
+	}
+}
+
 // slowWrites makes the writes to lease.leases on events ("INSERT", or
 // "INSERT OR UPDATE") whose new row meets cond (SQL on NEW) take seconds
 // longer: a trigger sleeps, as a slow disk or commit would.
@@ -575,6 +633,7 @@ func TestDeadlineWithoutServer(t *testing.T) {
 func TestCancelledWaitSettled(t *testing.T) {
 	srv := server(t)
 	setSystem(t, srv, "synchronous_standby_names", "nobody")
+	syncWaits(t, srv)
 	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: 300 * time.Millisecond})
 	l, err := c.TryAcquire(context.Background(), "sync")
 	if err != nil {

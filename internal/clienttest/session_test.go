@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pglease/pglease-gen/lease"
 )
@@ -235,39 +232,13 @@ func TestKeepAliveNeedsNoStandby(t *testing.T) {
 		}
 		held = append(held, l)
 	}
-	exec(t, srv, "CREATE TABLE probe (x int)")
 	// (undone before the client's Close, which waits for a standby)
 	setSystem(t, srv, "synchronous_standby_names", "nobody")
 	t.Cleanup(func() { setSystem(t, srv, "synchronous_standby_names", "") })
 	// a commit at on now waits for the standby: shown on a write of the
 	// test's own, seen waiting (SyncRep) and then cancelled (the commit
 	// stands, with a warning)
-	probe, err := pgx.Connect(ctx, srv.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close(ctx)
-	var pid int
-	if err := probe.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	inserted := make(chan error, 1)
-	go func() { _, err := probe.Exec(ctx, "INSERT INTO probe VALUES (1)"); inserted <- err }()
-	for waits, end := false, time.Now().Add(10*time.Second); !waits; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the test's commit was not seen waiting for the synchronous standby in 10 s")
-		}
-		select {
-		case err := <-inserted:
-			t.Fatalf("a commit at synchronous_commit = on returned (%v) with no standby: the test shows nothing", err)
-		default:
-		}
-		queryRow(t, srv, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", []any{pid}, &waits)
-	}
-	exec(t, srv, "SELECT pg_cancel_backend("+strconv.Itoa(pid)+")")
-	if err := <-inserted; err != nil {
-		t.Fatal(err)
-	}
+	syncWaits(t, srv)
 	var before time.Time
 	queryRow(t, srv, "SELECT expires_at FROM lease.sessions", nil, &before)
 	time.Sleep(3 * time.Second) // past the TTL: four keep-alives
