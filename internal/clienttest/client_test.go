@@ -160,86 +160,20 @@ func exec(t *testing.T, srv *pgserver.Server, sqls ...string) {
 	}
 }
 
-// setSystem changes a setting of the server with ALTER SYSTEM (value
-// "" resets it) and waits until a new connection sees it: pg_reload_conf()
-// only signals the postmaster, and on a loaded machine a connection made
-// at once can still get the old value. Once a new backend has the new
-// one, the postmaster has signalled every running backend too, which
-// applies it before its next command.
+// setSystem is pgserver's SetSystem (value "" resets the setting).
 func setSystem(t *testing.T, srv *pgserver.Server, name, value string) {
 	t.Helper()
-	alter := "ALTER SYSTEM SET " + name + " = '" + value + "'"
-	if value == "" {
-		alter = "ALTER SYSTEM RESET " + name
-	}
-	exec(t, srv, alter, "SELECT pg_reload_conf()")
-	var now string
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		queryRow(t, srv, "SELECT current_setting($1)", []any{name}, &now)
-		if now == value || time.Now().After(end) {
-			break
-		}
-	}
-	if now != value {
-		t.Fatalf("%s: a new connection still sees %q 30 s after the reload, not %q", name, now, value)
+	if err := srv.SetSystem(context.Background(), name, value); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// syncWaits waits until a commit at synchronous_commit = on waits for the
-// synchronous standby that synchronous_standby_names (set with setSystem)
-// names: backends wait only once the checkpointer has read the reload,
-// which on a loaded machine comes later than theirs. A probe's commit is
-// tried until one is seen waiting (SyncRep), and that one is cancelled
-// (it stands, with a warning).
-func syncWaits(t *testing.T, srv *pgserver.Server) {
+// requireSyncStandby is pgserver's RequireSyncStandby: from its return
+// every commit at synchronous_commit = on waits for the standby named.
+func requireSyncStandby(t *testing.T, srv *pgserver.Server, name string) {
 	t.Helper()
-	ctx := context.Background()
-	probe, err := pgx.Connect(ctx, srv.DSN("postgres"))
-	if err != nil {
+	if err := srv.RequireSyncStandby(context.Background(), name); err != nil {
 		t.Fatal(err)
-	}
-	defer probe.Close(ctx)
-	var pid int
-	if err := probe.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	// the probe's table, made without waiting for the standby
-	for _, sql := range []string{"SET synchronous_commit = local", "CREATE TABLE IF NOT EXISTS sync_probe (x int)", "RESET synchronous_commit"} {
-		if _, err := probe.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// waited is one probe, an insert: true when its commit was seen
-	// waiting (and then cancelled), false when it committed without
-	// waiting
-	waited := func() bool {
-		inserted := make(chan error, 1)
-		go func() { _, err := probe.Exec(ctx, "INSERT INTO sync_probe VALUES (1)"); inserted <- err }()
-		for {
-			select {
-			case err := <-inserted:
-				if err != nil {
-					t.Fatal(err)
-				}
-				return false
-			default:
-			}
-			var waits bool
-			queryRow(t, srv, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", []any{pid}, &waits)
-			if waits {
-				exec(t, srv, "SELECT pg_cancel_backend("+strconv.Itoa(pid)+")")
-				if err := <-inserted; err != nil {
-					t.Fatal(err)
-				}
-				return true
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	for end := time.Now().Add(30 * time.Second); !waited(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("for 30 s every commit at synchronous_commit = on returned without waiting for the synchronous standby: the test shows nothing")
-		}
 	}
 }
 
@@ -632,8 +566,7 @@ func TestDeadlineWithoutServer(t *testing.T) {
 // before it hands out the epoch, which inspect shows it holds.
 func TestCancelledWaitSettled(t *testing.T) {
 	srv := server(t)
-	setSystem(t, srv, "synchronous_standby_names", "nobody")
-	syncWaits(t, srv)
+	requireSyncStandby(t, srv, "nobody")
 	c, lg := client(t, srv, lease.Config{TTL: 4 * time.Second, CallTimeout: 300 * time.Millisecond})
 	l, err := c.TryAcquire(context.Background(), "sync")
 	if err != nil {

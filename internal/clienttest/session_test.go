@@ -233,12 +233,11 @@ func TestKeepAliveNeedsNoStandby(t *testing.T) {
 		held = append(held, l)
 	}
 	// (undone before the client's Close, which waits for a standby)
-	setSystem(t, srv, "synchronous_standby_names", "nobody")
 	t.Cleanup(func() { setSystem(t, srv, "synchronous_standby_names", "") })
 	// a commit at on now waits for the standby: shown on a write of the
 	// test's own, seen waiting (SyncRep) and then cancelled (the commit
 	// stands, with a warning)
-	syncWaits(t, srv)
+	requireSyncStandby(t, srv, "nobody")
 	var before time.Time
 	queryRow(t, srv, "SELECT expires_at FROM lease.sessions", nil, &before)
 	time.Sleep(3 * time.Second) // past the TTL: four keep-alives

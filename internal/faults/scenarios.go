@@ -90,12 +90,12 @@ type Scenario struct {
 	What string
 	// Settings of the sessions (synchronous_commit = off, say).
 	Sessions []string
-	// Server settings of the primary ("name = 'value'"), set with ALTER
-	// SYSTEM once the standby runs (not on the standby, nor on the server
-	// a promotion makes of it).
-	Primary []string
-	// Standby: the primary gets a streaming standby named s1 (made
-	// synchronous by Primary's synchronous_standby_names).
+	// SyncStandby names the primary's synchronous standby (s1), set with
+	// ALTER SYSTEM once the standby runs (not on the standby, nor on the
+	// server a promotion makes of it); the clients start once every
+	// commit waits for it.
+	SyncStandby string
+	// Standby: the primary gets a streaming standby named s1.
 	Standby bool
 	// Server are settings the primary starts with (wal_level, say).
 	Server []string
@@ -400,8 +400,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "sync-failover", What: "kill -9 of the primary, promotion of its synchronous standby, sessions at synchronous_commit = off",
-		Sessions: []string{"SET synchronous_commit = off"},
-		Primary:  []string{"synchronous_standby_names = 's1'"}, Standby: true,
+		Sessions:    []string{"SET synchronous_commit = off"},
+		SyncStandby: "s1", Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
 			return e.killThen(ctx, func() (*pgserver.Server, error) { return e.standby, e.standby.Promote(ctx) })
 		},
@@ -461,7 +461,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "cancelled-wait", What: "the synchronous standby stalled, clients cancel their waiting COMMITs, kill -9, promotion",
-		Primary: []string{"synchronous_standby_names = 's1'"}, Standby: true,
+		SyncStandby: "s1", Standby: true,
 		Fault: func(ctx context.Context, e *env) error {
 			// the clients' cancel requests: a COMMIT that waits for the
 			// standby is cancelled (what a client's cancel request does:
@@ -1048,14 +1048,11 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		}
 		e.servers = append(e.servers, e.standby)
 	}
-	for _, set := range s.Primary {
-		if err := pgserver.Exec(ctx, primary.DSN("postgres"), "ALTER SYSTEM SET "+set, "SELECT pg_reload_conf()"); err != nil {
+	if s.SyncStandby != "" {
+		if err := primary.RequireSyncStandby(ctx, s.SyncStandby); err != nil {
 			r.Err = err
 			return r
 		}
-	}
-	if len(s.Primary) > 0 {
-		time.Sleep(200 * time.Millisecond) // the reload reaches every backend
 	}
 	e.moveAll(primary)
 	say("the clients start")

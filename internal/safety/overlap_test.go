@@ -161,6 +161,7 @@ type overlapFault struct {
 	floor    string // lease.set_floor's argument
 	standby  bool
 	sync     bool             // the standby synchronous (synchronous_standby_names)
+	server   []string         // settings the server starts with
 	variants []overlapVariant // that overlap in it (the broken ones)
 	// strike: the fault; create is what made the holders' database (the
 	// extension, its maximum and floor)
@@ -280,23 +281,55 @@ var overlapFaults = []overlapFault{
 			time.Sleep(time.Second - time.Since(start))
 			mustExec(t, p.DSN("postgres"), "DROP DATABASE overlap WITH (FORCE)", "ALTER DATABASE overlap_rows RENAME TO overlap")
 		}},
-}
-
-// waitSync waits until the primary's standby s1 is synchronous.
-func waitSync(t *testing.T, p *pgserver.Server) {
-	conn := connect(t, p.DSN("postgres"))
-	for range 200 {
-		var sync bool
-		if err := conn.QueryRow(context.Background(),
-			"SELECT EXISTS (SELECT FROM pg_stat_replication WHERE application_name = 's1' AND sync_state = 'sync')").Scan(&sync); err != nil {
-			t.Fatal(err)
-		}
-		if sync {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatal("the standby s1 did not become synchronous in 5 s")
+	// (the same with lease.leases alone replicated logically, to a
+	// database of the same cluster where pg_lease was created afresh, its
+	// maximum and floor set: the subscription streams for half a second,
+	// is disabled, the holders go on for 1 s more (grants the subscriber
+	// lacks), then the source is dropped and the subscriber renamed)
+	{name: "table replicated logically", floor: "on", server: []string{"wal_level=logical"}, variants: []overlapVariant{overlapNoGrace},
+		strike: func(t *testing.T, p, _ *pgserver.Server, create []string) {
+			ctx := context.Background()
+			mustExec(t, p.DSN("postgres"), "CREATE DATABASE overlap_sub")
+			mustExec(t, p.DSN("overlap_sub"), create...)
+			// the slot made apart: a subscription in the same cluster
+			// cannot make its own
+			mustExec(t, p.DSN("overlap"), "CREATE PUBLICATION pglease_rows FOR TABLE lease.leases",
+				"SELECT pg_create_logical_replication_slot('pglease_rows', 'pgoutput')")
+			source := fmt.Sprintf("host=%s port=%d user=%s dbname=overlap", p.Socket(), p.Port, p.User)
+			mustExec(t, p.DSN("overlap_sub"), "CREATE SUBSCRIPTION pglease_rows CONNECTION '"+source+
+				"' PUBLICATION pglease_rows WITH (create_slot = false, slot_name = 'pglease_rows')")
+			sub := connect(t, p.DSN("overlap_sub"))
+			for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				var ready bool
+				if err := sub.QueryRow(ctx, "SELECT count(*) > 0 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel").Scan(&ready); err != nil {
+					t.Fatal(err)
+				}
+				if ready {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the subscription did not sync in 30 s\n%s", p.Log())
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			mustExec(t, p.DSN("overlap_sub"), "ALTER SUBSCRIPTION pglease_rows DISABLE")
+			start := time.Now()
+			mustExec(t, p.DSN("overlap_sub"), "ALTER SUBSCRIPTION pglease_rows SET (slot_name = NONE)", "DROP SUBSCRIPTION pglease_rows")
+			// the slot, once its walsender has gone (DROP DATABASE
+			// refuses a database with one)
+			for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				_, err := sub.Exec(ctx, "SELECT pg_drop_replication_slot('pglease_rows')")
+				if err == nil {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the slot: %v", err)
+				}
+			}
+			time.Sleep(time.Second - time.Since(start))
+			sub.Close(ctx)
+			mustExec(t, p.DSN("postgres"), "DROP DATABASE overlap WITH (FORCE)", "ALTER DATABASE overlap_sub RENAME TO overlap")
+		}},
 }
 
 // pauseKillRestart holds the WAL writer back (commits at
@@ -370,7 +403,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 // It returns the overlaps found and what the run did.
 func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, string) {
 	ctx := context.Background()
-	srv, inst, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	srv, inst, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, f.server...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,8 +439,9 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		defer standby.Remove()
 		hosts += "," + standby.Dir
 		if f.sync {
-			mustExec(t, srv.DSN("postgres"), "ALTER SYSTEM SET synchronous_standby_names = 's1'", "SELECT pg_reload_conf()")
-			waitSync(t, srv)
+			if err := srv.RequireSyncStandby(ctx, "s1"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// every commit at synchronous_commit = off: what the floor does not
