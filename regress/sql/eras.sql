@@ -79,6 +79,36 @@ SELECT acquired, epoch AS d1 FROM lease.acquire('d1', 'a', interval '1 minute') 
 SHOW synchronous_commit;
 COMMIT;
 SHOW synchronous_commit;
+-- each setting below on, and the floor on named by the session itself
+-- (set inline), then the floor at remote_apply (durable())
+SET synchronous_commit = local;
+BEGIN;
+SELECT acquired, epoch AS d5 FROM lease.acquire('d5', 'a', interval '1 minute') \gset
+SHOW synchronous_commit;
+COMMIT;
+SET synchronous_commit = remote_write;
+BEGIN;
+SELECT lease.release('d5', 'a', :d5);
+SHOW synchronous_commit;
+COMMIT;
+SET synchronous_commit = off;
+SET lease.synchronous_commit = on;
+BEGIN;
+SELECT acquired, epoch AS d5 FROM lease.acquire('d5', 'a', interval '1 minute') \gset
+SHOW synchronous_commit;
+COMMIT;
+SET lease.synchronous_commit = remote_apply;
+BEGIN;
+SELECT lease.release('d5', 'a', :d5);
+SHOW synchronous_commit;
+COMMIT;
+SET synchronous_commit = on;
+BEGIN;
+SELECT acquired FROM lease.acquire('d5', 'a', interval '1 minute');
+SHOW synchronous_commit;
+COMMIT;
+RESET lease.synchronous_commit;
+SET synchronous_commit = off;
 -- calls that change nothing keep the session's setting
 BEGIN;
 SELECT acquired FROM lease.acquire('d1', 'b', interval '1 minute');

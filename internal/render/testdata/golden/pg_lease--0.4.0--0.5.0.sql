@@ -264,7 +264,12 @@ BEGIN
     -- durable, as a grant: a session's number is never given twice
     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-        PERFORM @extschema@.durable();
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
     END IF;
     RETURN NEXT;
 END
@@ -299,7 +304,12 @@ BEGIN
         IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
         END IF;
         RETURN NEXT;
@@ -362,7 +372,12 @@ BEGIN
     DELETE FROM @extschema@.sessions AS s WHERE s.id = close_session.session;
     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-        PERFORM @extschema@.durable();
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
     END IF;
     RETURN NEXT;
 END
@@ -404,7 +419,12 @@ BEGIN
         -- own expiry while its holder keeps the session alive
         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-            PERFORM @extschema@.durable();
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
         END IF;
     ELSE
         epoch := NULL;
@@ -635,7 +655,12 @@ BEGIN
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                        PERFORM @extschema@.durable();
+                        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                            PERFORM set_config('synchronous_commit', 'on', true);
+                        ELSE
+                            PERFORM @extschema@.durable();
+                        END IF;
                     END IF;
                     RETURN NEXT;
                     RETURN;
@@ -699,7 +724,12 @@ BEGIN
                         -- inserted
                         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                            PERFORM @extschema@.durable();
+                            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                                PERFORM set_config('synchronous_commit', 'on', true);
+                            ELSE
+                                PERFORM @extschema@.durable();
+                            END IF;
                         END IF;
                         acquired := true;
                         RETURN NEXT;
@@ -916,7 +946,12 @@ BEGIN
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
             RETURN NEXT;
             RETURN;
@@ -961,7 +996,12 @@ BEGIN
                 -- inserted
                 IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                    PERFORM @extschema@.durable();
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
                 END IF;
                 acquired := true;
                 RETURN NEXT;
@@ -1114,7 +1154,12 @@ BEGIN
             IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
                 IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                    PERFORM @extschema@.durable();
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
                 END IF;
             END IF;
             RETURN NEXT;
@@ -1189,7 +1234,12 @@ BEGIN
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
             -- Someone watches the name: tell them (see watch()).
             IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
@@ -1374,7 +1424,12 @@ BEGIN
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-            PERFORM @extschema@.durable();
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
         END IF;
     END IF;
     RETURN v_deleted;

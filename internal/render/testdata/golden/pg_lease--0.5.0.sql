@@ -268,7 +268,12 @@ BEGIN
                     PERFORM set_config('lock_timeout', v_lock_timeout, true);
                     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                        PERFORM @extschema@.durable();
+                        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                            PERFORM set_config('synchronous_commit', 'on', true);
+                        ELSE
+                            PERFORM @extschema@.durable();
+                        END IF;
                     END IF;
                     RETURN NEXT;
                     RETURN;
@@ -332,7 +337,12 @@ BEGIN
                         -- inserted
                         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                            PERFORM @extschema@.durable();
+                            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                                PERFORM set_config('synchronous_commit', 'on', true);
+                            ELSE
+                                PERFORM @extschema@.durable();
+                            END IF;
                         END IF;
                         acquired := true;
                         RETURN NEXT;
@@ -549,7 +559,12 @@ BEGIN
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
             RETURN NEXT;
             RETURN;
@@ -594,7 +609,12 @@ BEGIN
                 -- inserted
                 IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                    PERFORM @extschema@.durable();
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
                 END IF;
                 acquired := true;
                 RETURN NEXT;
@@ -750,7 +770,12 @@ BEGIN
             IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
                 IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                    NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                    PERFORM @extschema@.durable();
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
                 END IF;
             END IF;
             RETURN NEXT;
@@ -828,7 +853,12 @@ BEGIN
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
             -- Someone watches the name: tell them (see watch()).
             IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
@@ -1065,7 +1095,12 @@ BEGIN
         ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-            PERFORM @extschema@.durable();
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
         END IF;
     END IF;
     RETURN v_deleted;
@@ -1871,7 +1906,12 @@ BEGIN
     -- durable, as a grant: a session's number is never given twice
     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-        PERFORM @extschema@.durable();
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
     END IF;
     RETURN NEXT;
 END
@@ -1906,7 +1946,12 @@ BEGIN
         IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-                PERFORM @extschema@.durable();
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
             END IF;
         END IF;
         RETURN NEXT;
@@ -1969,7 +2014,12 @@ BEGIN
     DELETE FROM @extschema@.sessions AS s WHERE s.id = close_session.session;
     IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
        NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-        PERFORM @extschema@.durable();
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
     END IF;
     RETURN NEXT;
 END
@@ -2011,7 +2061,12 @@ BEGIN
         -- own expiry while its holder keeps the session alive
         IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
            NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
-            PERFORM @extschema@.durable();
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
         END IF;
     ELSE
         epoch := NULL;
