@@ -167,7 +167,7 @@ func (e *env) crashThen(ctx context.Context, kill func() error, next func() (*pg
 	// the sessions' commits at synchronous_commit = off of the last
 	// 300 ms stay unflushed, and unsent (a walsender sends flushed WAL
 	// only): without the floor, these are the acknowledged grants lost
-	if err := e.primary.PauseWALWriter(ctx); err != nil {
+	if _, err := e.primary.PauseWALWriter(ctx); err != nil {
 		return err
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -304,14 +304,8 @@ func (e *env) logicalReplica(ctx context.Context) error {
 		return err
 	}
 	// the initial copy, then changes streaming for a while
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var ready bool
-		if err := queryRow(ctx, n.DSN(db), "SELECT count(*) > 0 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel", &ready); err == nil && ready {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the subscription did not sync\n%s", n.Log())
-		}
+	if err := n.WaitSubscribed(ctx, db); err != nil {
+		return err
 	}
 	time.Sleep(500 * time.Millisecond)
 	if err := pgserver.Exec(ctx, n.DSN(db), "ALTER SUBSCRIPTION pglease_rows DISABLE"); err != nil {

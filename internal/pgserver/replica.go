@@ -299,11 +299,12 @@ func (s *Server) CutReplication(ctx context.Context) error {
 // PauseWALWriter stops (SIGSTOP) the server's WAL writer, so that the
 // commits made at synchronous_commit = off from now on stay unflushed
 // (and unsent to standbys) until it goes on or the server dies: a fault
-// test's way to widen the window such commits are lost in.
-func (s *Server) PauseWALWriter(ctx context.Context) error {
+// test's way to widen the window such commits are lost in. It returns
+// the WAL writer's process ID.
+func (s *Server) PauseWALWriter(ctx context.Context) (int, error) {
 	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close(ctx)
 	// (a server that has just restarted accepts connections a moment
@@ -315,10 +316,10 @@ func (s *Server) PauseWALWriter(ctx context.Context) error {
 			break
 		}
 		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(until) {
-			return fmt.Errorf("no WAL writer in %s: %w", s.Dir, err)
+			return 0, fmt.Errorf("no WAL writer in %s: %w", s.Dir, err)
 		}
 	}
-	return syscall.Kill(pid, syscall.SIGSTOP)
+	return pid, syscall.Kill(pid, syscall.SIGSTOP)
 }
 
 // Dump is pg_dump of database db in the custom format, into file.

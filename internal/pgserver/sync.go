@@ -2,11 +2,12 @@ package pgserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pglease/pglease-gen/internal/render"
 )
 
 // noStandby is a standby name no test gives a standby.
@@ -24,7 +25,11 @@ func (s *Server) SetSystem(ctx context.Context, name, value string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	alter := "ALTER SYSTEM SET " + pgx.Identifier{name}.Sanitize() + " = " + quote(value)
+	lit, err := render.QuoteLiteral(value)
+	if err != nil {
+		return err
+	}
+	alter := "ALTER SYSTEM SET " + pgx.Identifier{name}.Sanitize() + " = " + lit
 	if value == "" {
 		alter = "ALTER SYSTEM RESET " + pgx.Identifier{name}.Sanitize()
 	}
@@ -53,18 +58,6 @@ func (s *Server) SetSystem(ctx context.Context, name, value string) error {
 	}
 }
 
-func quote(s string) string {
-	var b []byte
-	b = append(b, '\'')
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			b = append(b, '\'')
-		}
-		b = append(b, s[i])
-	}
-	return string(append(b, '\''))
-}
-
 // RequireSyncStandby sets synchronous_standby_names to name and returns
 // once every commit at synchronous_commit = on waits for that standby.
 // A reload is not enough to know that: backends wait only once the
@@ -85,8 +78,6 @@ func (s *Server) RequireSyncStandby(ctx context.Context, name string) error {
 	}
 	return s.SetSystem(ctx, "synchronous_standby_names", name)
 }
-
-var errNoWait = errors.New("for 30 s every commit at synchronous_commit = on returned without waiting for the synchronous standby named")
 
 func (s *Server) probeSyncWait(ctx context.Context) error {
 	probe, err := pgx.Connect(ctx, s.DSN("postgres"))
@@ -137,7 +128,28 @@ func (s *Server) probeSyncWait(ctx context.Context) error {
 			return err
 		}
 		if time.Now().After(end) {
-			return fmt.Errorf("%w %s: the checkpointer never read the reload", errNoWait, noStandby)
+			return fmt.Errorf("for 30 s every commit at synchronous_commit = on returned without waiting for the synchronous standby named %s: the checkpointer never read the reload", noStandby)
+		}
+	}
+}
+
+// WaitSubscribed waits until every table of the subscriptions in
+// database db has synced (its initial copy done, its changes streaming),
+// for 30 s at most.
+func (s *Server) WaitSubscribed(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, s.DSN(db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var ready bool
+		err := conn.QueryRow(ctx, "SELECT count(*) > 0 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel").Scan(&ready)
+		if err == nil && ready {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("the subscription in %s did not sync in 30 s (%v)\n%s", db, err, s.Log())
 		}
 	}
 }

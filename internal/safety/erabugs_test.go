@@ -219,7 +219,7 @@ func TestCrashEndsTheRunsEra(t *testing.T) {
 		dsn := database(t, srv, "crashed", ext)
 		mustExec(t, dsn, "SELECT lease.set_floor('session')")
 		grant(t, dsn, "a", "w1", true)
-		if err := srv.PauseWALWriter(ctx); err != nil {
+		if _, err := srv.PauseWALWriter(ctx); err != nil {
 			t.Fatal(err)
 		}
 		lost := grant(t, dsn, "a", "w2", false, "SET synchronous_commit = off")
@@ -246,7 +246,7 @@ func TestEraEntryOutlivesTheNextCrash(t *testing.T) {
 		mustExec(t, dsn, "SELECT lease.set_floor('session')")
 		grant(t, dsn, "a", "w1", true)
 		killRestart(t, srv)
-		if err := srv.PauseWALWriter(ctx); err != nil {
+		if _, err := srv.PauseWALWriter(ctx); err != nil {
 			t.Fatal(err)
 		}
 		entered := grant(t, dsn, "a", "w2", false, "SET synchronous_commit = off")

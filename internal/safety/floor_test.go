@@ -30,7 +30,7 @@ func TestChangesAtOffOutliveACrash(t *testing.T) {
 		if err := conn.QueryRow(ctx, "SELECT epoch FROM lease.acquire('b', 'w0', interval '1 minute') WHERE acquired").Scan(&held); err != nil {
 			t.Fatal(err)
 		}
-		if err := srv.PauseWALWriter(ctx); err != nil {
+		if _, err := srv.PauseWALWriter(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var granted int64

@@ -189,11 +189,8 @@ var overlapFaults = []overlapFault{
 			// 2026-12-06)
 			ctx := context.Background()
 			conn := connect(t, p.DSN("postgres"))
-			var writer int
-			if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&writer); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.PauseWALWriter(ctx); err != nil {
+			writer, err := p.PauseWALWriter(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -316,19 +313,10 @@ var overlapFaults = []overlapFault{
 			source := fmt.Sprintf("host=%s port=%d user=%s dbname=overlap", p.Socket(), p.Port, p.User)
 			mustExec(t, p.DSN("overlap_sub"), "CREATE SUBSCRIPTION pglease_rows CONNECTION '"+source+
 				"' PUBLICATION pglease_rows WITH (create_slot = false, slot_name = 'pglease_rows')")
-			sub := connect(t, p.DSN("overlap_sub"))
-			for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				var ready bool
-				if err := sub.QueryRow(ctx, "SELECT count(*) > 0 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel").Scan(&ready); err != nil {
-					t.Fatal(err)
-				}
-				if ready {
-					break
-				}
-				if time.Now().After(end) {
-					t.Fatalf("the subscription did not sync in 30 s\n%s", p.Log())
-				}
+			if err := p.WaitSubscribed(ctx, "overlap_sub"); err != nil {
+				t.Fatal(err)
 			}
+			sub := connect(t, p.DSN("overlap_sub"))
 			time.Sleep(500 * time.Millisecond)
 			mustExec(t, p.DSN("overlap_sub"), "ALTER SUBSCRIPTION pglease_rows DISABLE")
 			start := time.Now()
@@ -354,7 +342,7 @@ var overlapFaults = []overlapFault{
 // synchronous_commit = off stay unflushed), lets the holders go on for
 // half a second, kills the server (kill -9) and starts it again.
 func pauseKillRestart(t *testing.T, p *pgserver.Server) {
-	if err := p.PauseWALWriter(context.Background()); err != nil {
+	if _, err := p.PauseWALWriter(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
