@@ -97,7 +97,7 @@ func TestDebLayout(t *testing.T) {
 		"./usr/share/postgresql/17/extension/pg_lease--0.2.0--0.4.0.sql " +
 		"./usr/share/postgresql/17/extension/pg_lease--0.2.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.3.0--0.4.0.sql " +
 		"./usr/share/postgresql/17/extension/pg_lease--0.3.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.4.0--0.5.0.sql " +
-		"./usr/share/postgresql/17/extension/pg_lease--0.4.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.5.0.sql " +
+		"./usr/share/postgresql/17/extension/pg_lease--0.4.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.5.0--0.5.1.sql ./usr/share/postgresql/17/extension/pg_lease--0.5.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.5.1.sql " +
 		"./usr/share/postgresql/17/extension/pg_lease.control"
 	if strings.Join(names, " ") != want {
 		t.Errorf("members:\n%s\nwant\n%s", strings.Join(names, " "), want)

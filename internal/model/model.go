@@ -45,7 +45,8 @@ var PgLease = Extension{
 		// 0.2.0 updates straight to 0.4.0 too: the step through 0.3.0
 		// refuses an epoch above 2^32, which 0.4.0 takes.
 		{Number: "0.4.0", Released: true, DirectFrom: []string{"0.2.0"}},
-		{Number: "0.5.0"},
+		{Number: "0.5.0", Released: true},
+		{Number: "0.5.1"},
 	},
 	Schema:       "lease",
 	Comment:      "expiring ownership of named resources with fencing epochs",

@@ -30,7 +30,7 @@ func TestParseMajors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if PgLease.ScriptFile() != "pg_lease--0.5.0.sql" || PgLease.ControlFile() != "pg_lease.control" {
+	if PgLease.ScriptFile() != "pg_lease--0.5.1.sql" || PgLease.ControlFile() != "pg_lease.control" {
 		t.Errorf("file names: %s %s", PgLease.ScriptFile(), PgLease.ControlFile())
 	}
 	if PgLease.MinMajor() != 14 || PgLease.MaxMajor() != 19 {

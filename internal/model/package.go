@@ -97,6 +97,17 @@ var Packages = Packaging{
 	DebOS:       "Debian",
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
+		Date: "2026-12-04 22:00", Version: "0.5.1", Release: 1,
+		Lines: []string{
+			"Security: on PostgreSQL 14 the installer could run code as superuser",
+			"through objects it created in schema lease; 0.5.0 users on 14: update",
+			"(ALTER EXTENSION pg_lease UPDATE) and check the installer's role",
+			"(a schema lease made before CREATE EXTENSION, on any major, too)",
+			"A lowered maximum TTL reaches every session's next call at once",
+			"and always keeps the grace as long as the leases it allowed",
+			"A session's lease.synchronous_commit raises a database floor of session",
+		},
+	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,
 		Lines: []string{
 			"Sessions: one keep-alive renews every name under it; close releases them",

@@ -34,7 +34,7 @@ func untar(t *testing.T, b []byte) map[string]string {
 	}
 }
 
-// TestPasses checks the plan of the suites for 0.1.0 to 0.5.0: which
+// TestPasses checks the plan of the suites for 0.1.0 to 0.5.1: which
 // tests each pass has, how it creates the extension (in the test and in
 // its expected output alike) and which expected file it uses.
 func TestPasses(t *testing.T) {
@@ -46,7 +46,7 @@ func TestPasses(t *testing.T) {
 	for _, p := range passes {
 		names = append(names, p.Name)
 	}
-	if want := []string{"", "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.1.0-0.5.0", "0.2.0-0.5.0", "0.3.0-0.5.0", "0.4.0-0.5.0"}; !slices.Equal(names, want) {
+	if want := []string{"", "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.1.0-0.5.1", "0.2.0-0.5.1", "0.3.0-0.5.1", "0.4.0-0.5.1", "0.5.0-0.5.1"}; !slices.Equal(names, want) {
 		t.Fatalf("passes %q; want %q", names, want)
 	}
 	for _, c := range []struct {
@@ -55,15 +55,17 @@ func TestPasses(t *testing.T) {
 		fencing       bool   // has the 0.2.0-only tests
 		privilegesVer string // the extension version privileges.out shows
 	}{
-		{0, "CREATE EXTENSION pg_lease;", true, "0.5.0"},
+		{0, "CREATE EXTENSION pg_lease;", true, "0.5.1"},
 		{1, "CREATE EXTENSION pg_lease VERSION '0.1.0';", false, "0.1.0"},
 		{2, "CREATE EXTENSION pg_lease VERSION '0.2.0';", true, "0.2.0"},
 		{3, "CREATE EXTENSION pg_lease VERSION '0.3.0';", true, "0.3.0"},
 		{4, "CREATE EXTENSION pg_lease VERSION '0.4.0';", true, "0.4.0"},
-		{5, "CREATE EXTENSION pg_lease VERSION '0.1.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.0"},
-		{6, "CREATE EXTENSION pg_lease VERSION '0.2.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.0"},
-		{7, "CREATE EXTENSION pg_lease VERSION '0.3.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.0"},
-		{8, "CREATE EXTENSION pg_lease VERSION '0.4.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.0"},
+		{5, "CREATE EXTENSION pg_lease VERSION '0.5.0';", true, "0.5.0"},
+		{6, "CREATE EXTENSION pg_lease VERSION '0.1.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.1"},
+		{7, "CREATE EXTENSION pg_lease VERSION '0.2.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.1"},
+		{8, "CREATE EXTENSION pg_lease VERSION '0.3.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.1"},
+		{9, "CREATE EXTENSION pg_lease VERSION '0.4.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.1"},
+		{10, "CREATE EXTENSION pg_lease VERSION '0.5.0'; ALTER EXTENSION pg_lease UPDATE;", true, "0.5.1"},
 	} {
 		p := passes[c.pass]
 		files := untar(t, p.Suites)

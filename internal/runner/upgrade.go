@@ -39,9 +39,15 @@ var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // fill makes leases in every state in a database at the old version: held
 // (epoch 1), held after several holders (epoch 3), released (epoch 2) and
-// lapsed (epoch 1). The check renews and releases the held ones after the
-// update with the epochs they had.
+// lapsed (epoch 1); from 0.5.0 on, in the mode of a database updated from
+// 0.4.0 (no maximum TTL), with a name held under a session too. The check
+// renews and releases the held ones after the update with the epochs they
+// had.
 const fill = `
+DO $$ BEGIN IF to_regprocedure('lease.open_session(text,interval)') IS NOT NULL THEN
+    PERFORM lease.set_max_ttl(NULL);
+    PERFORM lease.session_acquire((SELECT s.session FROM lease.open_session('s1', interval '1 hour') AS s), 's1', 'in_session');
+END IF; END $$;
 SELECT acquired FROM lease.acquire('held', 'w1', interval '1 hour');
 SELECT acquired FROM lease.acquire('many', 'a', interval '1 hour');
 SELECT lease.release('many', 'a', 1);
@@ -99,7 +105,10 @@ UNION ALL
 SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0), 'member' FROM members m
 UNION ALL
 SELECT 'function ' || p.oid::regprocedure, concat_ws(E'\n',
-         pg_get_functiondef(p.oid),
+         -- (limit_ttl()'s body is a setting, the maximum TTL, which an
+         -- updated database keeps: its own, not a fresh install's)
+         CASE WHEN p.proname = 'limit_ttl' THEN regexp_replace(pg_get_functiondef(p.oid), 'AS \$function\$.*\$function\$', 'AS (a setting)')
+              ELSE pg_get_functiondef(p.oid) END,
          'kind ' || p.prokind::text, 'security definer ' || p.prosecdef, 'volatility ' || p.provolatile::text,
          'strict ' || p.proisstrict, 'parallel ' || p.proparallel::text, 'leakproof ' || p.proleakproof,
          'cost ' || p.procost, 'rows ' || p.prorows,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
@@ -76,4 +77,56 @@ func show[T any](p *T) string {
 		return "NULL"
 	}
 	return fmt.Sprint(*p)
+}
+
+// raisedBySession is what synchronous_commit a grant and a release leave
+// for their commit in a database of version whose floor set_floor() lowered
+// to session, in a session at off that asks for on itself (SET
+// lease.synchronous_commit = on).
+func raisedBySession(t *testing.T, srv *pgserver.Server, db, version string) []string {
+	t.Helper()
+	ctx := context.Background()
+	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
+	mustExec(t, srv.DSN(db), "CREATE EXTENSION pg_lease VERSION '"+version+"'", "SELECT lease.set_floor('session')",
+		// (the era entered first: an entry is durable whatever the floor)
+		"SELECT * FROM lease.acquire('first', 'w', interval '10 seconds')")
+	conn := connect(t, srv.DSN(db))
+	var out []string
+	for _, sql := range []string{
+		"SELECT * FROM lease.acquire('n', 'w', interval '10 seconds')",
+		"SELECT lease.release('n', 'w', 1)",
+		"SELECT * FROM lease.open_session('w', interval '10 seconds')",
+	} {
+		var sc string
+		if _, err := conn.Exec(ctx, "SET synchronous_commit = off; SET lease.synchronous_commit = on; BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if err := conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// TestSessionRaisesALoweredFloor: with the database's floor lowered to
+// session, a session that sets lease.synchronous_commit = on still commits
+// its grants, releases and sessions at on. 0.5.0 (the broken variant)
+// left them at off.
+func TestSessionRaisesALoweredFloor(t *testing.T) {
+	srv, _ := server(t)
+	if got := raisedBySession(t, srv, "raised_new", model.PgLease.Version()); fmt.Sprint(got) != "[on on on]" {
+		t.Errorf("%s: commits at %v; want on for each", model.PgLease.Version(), got)
+	}
+	old := raisedBySession(t, srv, "raised_old", "0.5.0")
+	t.Logf("0.5.0: %v", old)
+	if fmt.Sprint(old) != "[off off off]" {
+		t.Errorf("0.5.0 committed at %v: the test proves nothing", old)
+	}
 }

@@ -1,0 +1,2112 @@
+-- pg_lease 0.5.0: expiring ownership of named resources with fencing epochs
+--
+-- Rendered by pglease-gen from templates/pg_lease.sql.tmpl; edit the template, not this file.
+-- The behaviour it implements is pinned down in the project's CONTRACT.
+
+\echo Use "CREATE EXTENSION pg_lease" to load this file. \quit
+
+-- One row per name ever acquired. Only purge() deletes rows, and it keeps
+-- the largest epoch it deleted (purge_mark, below), so the epoch history of
+-- a name never goes backwards. owner and expires_at are both set while a
+-- lease is held or lapsed and both NULL once released.
+CREATE TABLE @extschema@.leases (
+    name       text        NOT NULL,
+    owner      text,
+    epoch      bigint      NOT NULL,
+    expires_at timestamptz,
+    -- 0.3.0's; unused since 0.4.0 (a row's band is its epoch's), kept so
+    -- that a dump of 0.3.0 restores into 0.4.0
+    band       bigint,
+    -- the session the name is held under (0.5.0): while it lives, its
+    -- expiry is the name's, and expires_at is the session's as it was at
+    -- the grant (never later); NULL: held on its own
+    session_id bigint,
+    CONSTRAINT leases_pkey PRIMARY KEY (name),
+    CONSTRAINT leases_epoch_check CHECK (epoch >= 1),
+    CONSTRAINT leases_holder_check CHECK ((owner IS NULL) = (expires_at IS NULL))
+)
+-- Every call rewrites a row without touching its key: with room left on each
+-- page the new version stays on the page (a HOT update, no index entry), and
+-- a later call prunes the old versions. Pruning keeps every version a
+-- snapshot in the database may still see, so while one statement is held up
+-- the busiest pages fill and the next versions go elsewhere: before the
+-- first VACUUM has mapped the free space, to new pages. The table takes on
+-- the room its longest such stall needs and keeps it; a lower fillfactor
+-- doubles every table and did not prevent that (the README's Cost has the
+-- soaks).
+WITH (fillfactor = 20);
+
+COMMENT ON TABLE @extschema@.leases IS
+    'lease state, one row per name; read it through lease.inspect(), write it only through the pg_lease functions';
+
+REVOKE ALL ON TABLE @extschema@.leases FROM PUBLIC;
+
+-- pg_dump and pg_restore carry lease state and epochs across a dump.
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.leases', '');
+
+-- The schema is owned by the role that ran CREATE EXTENSION; the functions
+-- below are callable by every role, as upstream ships them. A DBA narrows
+-- that with REVOKE EXECUTE ... FROM PUBLIC (see the README).
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+
+CREATE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
+RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_session bigint;
+    v_wait    numeric;  -- seconds this call may wait for the lease (a blocking acquire)
+    v_start   numeric;  -- clock_timestamp() at the start, in seconds
+    v_poll    numeric;  -- lease.poll_interval in seconds, read on the first wait
+    v_setting text;
+    v_left    numeric;
+    v_lock_timeout text;  -- the caller's lock_timeout, while a wait is bounded
+    v_next    bigint;   -- the epoch a grant would take, before the era's floor
+    v_joined  boolean;  -- this call settled the era: read era_now itself from now on
+    v_sessioned boolean;  -- the read showed the name under a session
+    v_grace   timestamptz;  -- the end of the era's grace, while it lasts
+BEGIN
+    -- A non-blocking call with good arguments passes in one expression;
+    -- a call with max_wait checks its arguments again with max_wait's;
+    -- the checks one by one, which say what is wrong, run only when those
+    -- are not true.
+    IF (octet_length(acquire.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(acquire.owner) <@ int4range(1, 1024, '[]')
+       AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
+       AND date_trunc('month', acquire.ttl) = interval '0'
+       AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR acquire.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))
+       AND acquire.max_wait IS NULL) IS NOT TRUE THEN
+        IF (octet_length(acquire.name) <@ int4range(1, 1024, '[]')
+           AND octet_length(acquire.owner) <@ int4range(1, 1024, '[]')
+           AND acquire.ttl > interval '0' AND acquire.ttl < interval '50000000 days'
+       AND date_trunc('month', acquire.ttl) = interval '0'
+       AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR acquire.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))
+           AND acquire.max_wait >= interval '0' AND acquire.max_wait < interval '50000000 days'
+           AND extract(epoch FROM acquire.max_wait) >= 0) IS NOT TRUE THEN
+            IF acquire.name IS NULL OR acquire.name = '' OR octet_length(acquire.name) > 1024 THEN
+                RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN acquire.name IS NULL THEN 'name is NULL.'
+                                        WHEN acquire.name = '' THEN 'name is empty.'
+                                        ELSE format('name is %s bytes long.', octet_length(acquire.name)) END;
+            END IF;
+            IF acquire.owner IS NULL OR acquire.owner = '' OR octet_length(acquire.owner) > 1024 THEN
+                RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN acquire.owner IS NULL THEN 'owner is NULL.'
+                                        WHEN acquire.owner = '' THEN 'owner is empty.'
+                                        ELSE format('owner is %s bytes long.', octet_length(acquire.owner)) END;
+            END IF;
+            IF acquire.max_wait IS NOT NULL AND NOT isfinite(acquire.max_wait) THEN
+                RAISE EXCEPTION 'max_wait must be finite'
+                    USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+            END IF;
+            v_wait := coalesce(extract(epoch FROM acquire.max_wait), 0);
+            IF v_wait < 0 THEN
+                RAISE EXCEPTION 'max_wait must not be negative'
+                    USING ERRCODE = '22023', DETAIL = format('max_wait is %s.', acquire.max_wait);
+            END IF;
+            IF acquire.ttl IS NULL OR NOT isfinite(acquire.ttl) THEN
+                RAISE EXCEPTION 'ttl must be a finite interval'
+                    USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(acquire.ttl::text, 'NULL'));
+            END IF;
+            IF date_part('month', acquire.ttl) <> 0 OR date_part('year', acquire.ttl) <> 0 THEN
+                RAISE EXCEPTION 'ttl must not have a month or year part'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('ttl is %s: a month has no fixed length in seconds.', acquire.ttl),
+                          HINT = 'Give the ttl in days, hours, minutes or seconds.';
+            END IF;
+            IF acquire.ttl <= interval '0' THEN
+                RAISE EXCEPTION 'ttl must be positive'
+                    USING ERRCODE = '22023', DETAIL = format('ttl is %s.', acquire.ttl);
+            END IF;
+            -- now + ttl must stay inside the timestamptz range (its end is
+            -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+            -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+            -- days or more: below that, both together fit until the year 18000.
+            IF (acquire.ttl >= interval '50000000 days' OR v_wait >= 4320000000000)
+               AND extract(epoch FROM clock_timestamp()) + v_wait + extract(epoch FROM acquire.ttl) >= 9224318016000 THEN
+                RAISE EXCEPTION 'ttl is too long'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
+            END IF;
+            IF acquire.ttl > @extschema@.ttl_max(@extschema@.era_mark()) THEN
+                RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.ttl_max(@extschema@.era_mark())),
+                          HINT = 'Pass a shorter ttl, or have the extension''s installer raise the maximum with @extschema@.set_max_ttl() (the grace after a fault lasts as long).';
+            END IF;
+        END IF;
+        v_wait := extract(epoch FROM acquire.max_wait);
+        IF v_wait > 0 THEN
+            -- Blocking: the same steps as below, with the wait's
+            -- bookkeeping, which a non-blocking call does not carry.
+            IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+                RAISE EXCEPTION 'lease.acquire with max_wait needs READ COMMITTED'
+                    USING ERRCODE = '25000',
+                          DETAIL = format('The transaction runs at %s: its snapshot would never see the lease being released.',
+                                          upper(current_setting('transaction_isolation'))),
+                          HINT = 'Call it with max_wait in a READ COMMITTED transaction, or retry a non-blocking acquire yourself.';
+            END IF;
+            v_start := extract(epoch FROM clock_timestamp());
+            LOOP
+                -- Released or lapsed: take it. The write first, re-checking the
+                -- lease in its WHERE, in a subtransaction, so that a caller who
+                -- finds the lease taken by a concurrent contender rolls back the
+                -- row lock it got on the way instead of keeping it until the end of
+                -- its transaction (where it would make the new holder's renew or
+                -- release wait): when a concurrent writer changed the row, the
+                -- UPDATE waits for it and re-checks the newest version, taking its
+                -- lock even when the check then fails. clock_timestamp() is read as
+                -- the row is checked and written, after any wait.
+                BEGIN
+                    -- A wait for the row (behind a guard or a writer) counts
+                    -- against max_wait: lock_timeout is what is left, set inside
+                    -- this subtransaction, which undoes it on an error or a lost
+                    -- race; restored below on success.
+                    v_lock_timeout := current_setting('lock_timeout');
+                    v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                    PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                    -- The era is the one in era_now, while it was entered in this
+                    -- run of the server (a crash empties the unlogged table, a
+                    -- restart changes the start time); its band must have room for
+                    -- the epoch. Otherwise nothing is updated, and the era is
+                    -- settled below. The band is the one the plan was made with
+                    -- (era_first(), era_last()), until this call has settled the era.
+                    -- A name held on its own is taken by a statement without the
+                    -- read of sessions (which costs every call that has one in its
+                    -- plan); once the read below has shown the name under a
+                    -- session (v_sessioned), by its session's expiry. What the
+                    -- first takes, the second would take too.
+                    -- (the first try's case tested first, in one expression)
+                    IF v_joined IS NOT TRUE AND v_sessioned IS NOT TRUE THEN
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               session_id = NULL
+                         WHERE l.name = acquire.name
+                           AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                           AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    ELSIF v_joined THEN
+                        IF v_sessioned THEN
+                            UPDATE @extschema@.leases AS l
+                               SET owner = acquire.owner,
+                                   -- A released lease keeps its epoch (release advanced it);
+                                   -- a lapsed one is taken over under the next; at least the
+                                   -- first epoch of the era's band.
+                                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   session_id = NULL
+                              FROM @extschema@.era_now AS c
+                             WHERE l.name = acquire.name
+                               -- (a session's name: by its session's expiry, read locked, so
+                               -- that a keep-alive in flight is waited for)
+                               AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                                    -- (held by the caller since an earlier era: a new grant, see
+                                    -- held_in_era)
+                                    OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                               AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND l.epoch < c.last_epoch
+                               AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                        ELSE
+                            UPDATE @extschema@.leases AS l
+                               SET owner = acquire.owner,
+                                   -- A released lease keeps its epoch (release advanced it);
+                                   -- a lapsed one is taken over under the next; at least the
+                                   -- first epoch of the era's band.
+                                   epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   session_id = NULL
+                              FROM @extschema@.era_now AS c
+                             WHERE l.name = acquire.name
+                               AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                                    -- (held by the caller since an earlier era: a new grant, see
+                                    -- held_in_era)
+                                    OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                               AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND l.epoch < c.last_epoch
+                               AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                            RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                        END IF;
+                    ELSE
+                        UPDATE @extschema@.leases AS l
+                           SET owner = acquire.owner,
+                               -- A released lease keeps its epoch (release advanced it);
+                               -- a lapsed one is taken over under the next; at least the
+                               -- first epoch of the era's band.
+                               epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               session_id = NULL
+                         WHERE l.name = acquire.name
+                           -- (a session's name: by its session's expiry, read locked, so
+                           -- that a keep-alive in flight is waited for)
+                           AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                                -- (held by the caller since an earlier era: a new grant, see
+                                -- held_in_era)
+                                OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                           AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                           AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                        RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                    END IF;
+                    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                            PERFORM set_config('synchronous_commit', 'on', true);
+                        ELSE
+                            PERFORM @extschema@.durable();
+                        END IF;
+                    END IF;
+                    RETURN NEXT;
+                    RETURN;
+                EXCEPTION WHEN no_data_found THEN
+                    NULL;  -- not taken (STRICT: no row): no lock is kept
+                WHEN lock_not_available THEN
+                    -- max_wait ran out while waiting for the row
+                    RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: the lease was free, but another transaction (a guard or a writer) kept its row locked.',
+                              HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                END;
+
+                -- Not taken: a plain read with a fresh snapshot says why (no lock).
+                v_now := clock_timestamp();
+                SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+                  INTO v_owner, v_epoch, v_expires, v_session
+                  FROM @extschema@.leases AS l
+                 WHERE l.name = acquire.name;
+
+                IF NOT FOUND THEN
+                    -- Unknown name: above the purge mark and in the era's band.
+                    -- ON CONFLICT DO NOTHING takes no row lock when another
+                    -- transaction created the row first (it waits for that one to
+                    -- end when it has not); the loop then reads the row.
+                    v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
+                    -- The wait for a transaction that created the name and has not
+                    -- ended is bounded by what is left of max_wait, as the row's is.
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        IF v_joined THEN
+                            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                            SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                              FROM @extschema@.era_now AS c
+                             WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                               AND v_next <= c.last_epoch
+                               AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        ELSE
+                            INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                            SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
+                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                             WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
+                               AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                            ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                            RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+                        END IF;
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that created this name has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    IF epoch IS NOT NULL THEN
+                        -- inserted
+                        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                                PERFORM set_config('synchronous_commit', 'on', true);
+                            ELSE
+                                PERFORM @extschema@.durable();
+                            END IF;
+                        END IF;
+                        acquired := true;
+                        RETURN NEXT;
+                        RETURN;
+                    END IF;
+                    -- Not inserted: another transaction created the row, or the era
+                    -- must be settled first (a no-op when it was the former).
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        PERFORM @extschema@.enter_era((v_next)::numeric, false);
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    v_grace := (SELECT c.grace_until FROM @extschema@.era_now AS c
+                                 WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+                    IF v_grace > clock_timestamp() THEN
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        IF v_left <= 0 THEN
+                            RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                                USING ERRCODE = '57014',
+                                      DETAIL = format('lease.acquire gave up waiting: the server gives no name to a new holder until its grace after a fault ends, at %s.', v_grace),
+                                      HINT = 'Retry after the grace, or pass a longer max_wait.';
+                        END IF;
+                        PERFORM pg_sleep(greatest(least(v_left, extract(epoch FROM v_grace) - extract(epoch FROM clock_timestamp())), 0)::float8);
+                    END IF;
+                    v_joined := true;
+                    CONTINUE;
+                END IF;
+
+                IF v_owner = acquire.owner AND v_expires > v_now AND coalesce(v_epoch >= CASE WHEN v_joined THEN (SELECT c.first_epoch FROM @extschema@.era_now AS c WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1) ELSE @extschema@.era_first(@extschema@.era_mark()) END, false) THEN
+                    -- Held by the caller already, granted in this era: idempotent,
+                    -- does not extend.
+                    acquired := true;
+                    epoch := v_epoch;
+                    expires_at := v_expires;
+                    RETURN NEXT;
+                    RETURN;
+                END IF;
+
+                IF v_owner IS NULL OR v_expires <= v_now OR v_owner = acquire.owner THEN
+                    -- Released or lapsed (or the caller's since an earlier era), yet
+                    -- not taken: it changed between the two, or the era must be
+                    -- settled first (a new era when this run of the server entered
+                    -- none, or when the epoch does not fit the era's band: the name
+                    -- used up its band, or its row came without the era it was
+                    -- granted in), or the era's grace lasts.
+                    BEGIN
+                        v_lock_timeout := current_setting('lock_timeout');
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        PERFORM set_config('lock_timeout', greatest(ceil(v_left * 1000), 1)::bigint::text, true);
+                        PERFORM @extschema@.enter_era((v_epoch::numeric + 1)::numeric, false);
+                        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                    EXCEPTION WHEN lock_not_available THEN
+                        RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                            USING ERRCODE = '57014',
+                                  DETAIL = 'lease.acquire gave up waiting: another transaction that enters a new era has not ended.',
+                                  HINT = 'Retry later, pass a longer max_wait, or keep guarded transactions short.';
+                    END;
+                    v_grace := (SELECT c.grace_until FROM @extschema@.era_now AS c
+                                 WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+                    IF v_grace > clock_timestamp() THEN
+                        v_left := v_start + v_wait - extract(epoch FROM clock_timestamp());
+                        IF v_left <= 0 THEN
+                            RAISE EXCEPTION 'lease "%" could not be taken within max_wait %', acquire.name, acquire.max_wait
+                                USING ERRCODE = '57014',
+                                      DETAIL = format('lease.acquire gave up waiting: the server gives no name to a new holder until its grace after a fault ends, at %s.', v_grace),
+                                      HINT = 'Retry after the grace, or pass a longer max_wait.';
+                        END IF;
+                        PERFORM pg_sleep(greatest(least(v_left, extract(epoch FROM v_grace) - extract(epoch FROM clock_timestamp())), 0)::float8);
+                    END IF;
+                    v_joined := true;
+                    v_sessioned := v_session IS NOT NULL;
+                    CONTINUE;
+                END IF;
+
+                -- Held by another owner.
+                v_left := v_start + v_wait - extract(epoch FROM v_now);
+                IF v_left <= 0 THEN
+                    RAISE EXCEPTION 'lease "%" is still held after waiting max_wait %', acquire.name, acquire.max_wait
+                        USING ERRCODE = '57014',
+                              DETAIL = 'lease.acquire gave up waiting: the lease was neither released nor lapsed in time.',
+                              HINT = 'Retry later, or pass a longer max_wait.';
+                END IF;
+                IF v_poll IS NULL THEN
+                    -- Read once, on the first wait.
+                    v_setting := coalesce(nullif(current_setting('lease.poll_interval', true), ''), '10ms');
+                    BEGIN
+                        v_poll := CASE WHEN isfinite(v_setting::interval) THEN extract(epoch FROM v_setting::interval) END;
+                    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+                        v_poll := NULL;
+                    END;
+                    IF v_poll IS NULL OR v_poll <= 0 THEN
+                        RAISE EXCEPTION 'lease.poll_interval must be a positive interval'
+                            USING ERRCODE = '22023',
+                                  DETAIL = format('lease.poll_interval is %L.', v_setting),
+                                  HINT = format('Reset it, or set it to a duration such as %L.', '10ms');
+                    END IF;
+                END IF;
+                -- Sleep no longer than the poll interval, nor past the holder's
+                -- expiry, nor past the deadline. No lock is held while sleeping.
+                PERFORM pg_sleep(greatest(least(v_poll, v_left, extract(epoch FROM v_expires) - extract(epoch FROM v_now)), 0)::float8);
+            END LOOP;
+        END IF;
+    END IF;
+    LOOP
+        -- Released or lapsed: take it. The write first, re-checking the
+        -- lease in its WHERE, in a subtransaction, so that a caller who
+        -- finds the lease taken by a concurrent contender rolls back the
+        -- row lock it got on the way instead of keeping it until the end of
+        -- its transaction (where it would make the new holder's renew or
+        -- release wait): when a concurrent writer changed the row, the
+        -- UPDATE waits for it and re-checks the newest version, taking its
+        -- lock even when the check then fails. clock_timestamp() is read as
+        -- the row is checked and written, after any wait.
+        BEGIN
+            -- The era is the one in era_now, while it was entered in this
+            -- run of the server (a crash empties the unlogged table, a
+            -- restart changes the start time); its band must have room for
+            -- the epoch. Otherwise nothing is updated, and the era is
+            -- settled below. The band is the one the plan was made with
+            -- (era_first(), era_last()), until this call has settled the era.
+            -- A name held on its own is taken by a statement without the
+            -- read of sessions (which costs every call that has one in its
+            -- plan); once the read below has shown the name under a
+            -- session (v_sessioned), by its session's expiry. What the
+            -- first takes, the second would take too.
+            -- (the first try's case tested first, in one expression)
+            IF v_joined IS NOT TRUE AND v_sessioned IS NOT TRUE THEN
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       session_id = NULL
+                 WHERE l.name = acquire.name
+                   AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            ELSIF v_joined THEN
+                IF v_sessioned THEN
+                    UPDATE @extschema@.leases AS l
+                       SET owner = acquire.owner,
+                           -- A released lease keeps its epoch (release advanced it);
+                           -- a lapsed one is taken over under the next; at least the
+                           -- first epoch of the era's band.
+                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           session_id = NULL
+                      FROM @extschema@.era_now AS c
+                     WHERE l.name = acquire.name
+                       -- (a session's name: by its session's expiry, read locked, so
+                       -- that a keep-alive in flight is waited for)
+                       AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                            -- (held by the caller since an earlier era: a new grant, see
+                            -- held_in_era)
+                            OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                       AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                       AND l.epoch < c.last_epoch
+                       AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                ELSE
+                    UPDATE @extschema@.leases AS l
+                       SET owner = acquire.owner,
+                           -- A released lease keeps its epoch (release advanced it);
+                           -- a lapsed one is taken over under the next; at least the
+                           -- first epoch of the era's band.
+                           epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           session_id = NULL
+                      FROM @extschema@.era_now AS c
+                     WHERE l.name = acquire.name
+                       AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
+                            -- (held by the caller since an earlier era: a new grant, see
+                            -- held_in_era)
+                            OR (l.owner = acquire.owner AND l.epoch < c.first_epoch))
+                       AND c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                       AND l.epoch < c.last_epoch
+                       AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                    RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+                END IF;
+            ELSE
+                UPDATE @extschema@.leases AS l
+                   SET owner = acquire.owner,
+                       -- A released lease keeps its epoch (release advanced it);
+                       -- a lapsed one is taken over under the next; at least the
+                       -- first epoch of the era's band.
+                       epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       session_id = NULL
+                 WHERE l.name = acquire.name
+                   -- (a session's name: by its session's expiry, read locked, so
+                   -- that a keep-alive in flight is waited for)
+                   AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= clock_timestamp()
+                        -- (held by the caller since an earlier era: a new grant, see
+                        -- held_in_era)
+                        OR (l.owner = acquire.owner AND l.epoch < @extschema@.era_first(@extschema@.era_mark())))
+                   AND l.epoch < @extschema@.era_last(@extschema@.era_mark())  -- (NULL, no era: no row)
+                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                RETURNING true, l.epoch, l.expires_at INTO STRICT acquired, epoch, expires_at;
+            END IF;
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
+            END IF;
+            RETURN NEXT;
+            RETURN;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not taken (STRICT: no row): no lock is kept
+        END;
+
+        -- Not taken: a plain read with a fresh snapshot says why (no lock).
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+          INTO v_owner, v_epoch, v_expires, v_session
+          FROM @extschema@.leases AS l
+         WHERE l.name = acquire.name;
+
+        IF NOT FOUND THEN
+            -- Unknown name: above the purge mark and in the era's band.
+            -- ON CONFLICT DO NOTHING takes no row lock when another
+            -- transaction created the row first (it waits for that one to
+            -- end when it has not); the loop then reads the row.
+            v_next := coalesce((SELECT m.epoch FROM @extschema@.purge_mark AS m), 0) + 1;
+            IF v_joined THEN
+                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
+                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                  FROM @extschema@.era_now AS c
+                 WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                   AND v_next <= c.last_epoch
+                   AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
+                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            ELSE
+                INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
+                SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
+                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                 WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
+                   AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
+                ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
+                RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
+            END IF;
+            IF epoch IS NOT NULL THEN
+                -- inserted
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
+                END IF;
+                acquired := true;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            -- Not inserted: another transaction created the row, or the era
+            -- must be settled first (a no-op when it was the former).
+            PERFORM @extschema@.enter_era((v_next)::numeric, false);
+            v_grace := (SELECT c.grace_until FROM @extschema@.era_now AS c
+                         WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+            IF v_grace > clock_timestamp() THEN
+                acquired := false;
+                epoch := NULL;
+                expires_at := v_grace;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            v_joined := true;
+            CONTINUE;
+        END IF;
+
+        IF v_owner = acquire.owner AND v_expires > v_now AND coalesce(v_epoch >= CASE WHEN v_joined THEN (SELECT c.first_epoch FROM @extschema@.era_now AS c WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1) ELSE @extschema@.era_first(@extschema@.era_mark()) END, false) THEN
+            -- Held by the caller already, granted in this era: idempotent,
+            -- does not extend.
+            acquired := true;
+            epoch := v_epoch;
+            expires_at := v_expires;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF v_owner IS NULL OR v_expires <= v_now OR v_owner = acquire.owner THEN
+            -- Released or lapsed (or the caller's since an earlier era), yet
+            -- not taken: it changed between the two, or the era must be
+            -- settled first (a new era when this run of the server entered
+            -- none, or when the epoch does not fit the era's band: the name
+            -- used up its band, or its row came without the era it was
+            -- granted in), or the era's grace lasts.
+            PERFORM @extschema@.enter_era((v_epoch::numeric + 1)::numeric, false);
+            v_grace := (SELECT c.grace_until FROM @extschema@.era_now AS c
+                         WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+            IF v_grace > clock_timestamp() THEN
+                acquired := false;
+                epoch := NULL;
+                expires_at := v_grace;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            v_joined := true;
+            v_sessioned := v_session IS NOT NULL;
+            CONTINUE;
+        END IF;
+
+        -- Held by another owner.
+        acquired := false;
+        epoch := NULL;
+        expires_at := NULL;
+        RETURN NEXT;
+        RETURN;
+    END LOOP;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.acquire(text, text, interval, interval) IS
+    'acquire(name, owner, ttl, max_wait => NULL): take the lease on name for owner until now + ttl; returns (acquired, epoch, expires_at). Re-acquiring a lease you hold returns it unchanged. With max_wait > 0, waits (READ COMMITTED only) until the lease is free, raising 57014 when the wait runs out.';
+
+CREATE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl interval)
+RETURNS TABLE (status text, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_session bigint;
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (octet_length(renew.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(renew.owner) <@ int4range(1, 1024, '[]')
+       AND renew.epoch >= 1
+       AND renew.ttl > interval '0' AND renew.ttl < interval '50000000 days'
+       AND date_trunc('month', renew.ttl) = interval '0'
+       AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR renew.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))) IS NOT TRUE THEN
+        IF renew.name IS NULL OR renew.name = '' OR octet_length(renew.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.name IS NULL THEN 'name is NULL.'
+                                    WHEN renew.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(renew.name)) END;
+        END IF;
+        IF renew.owner IS NULL OR renew.owner = '' OR octet_length(renew.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN renew.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN renew.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(renew.owner)) END;
+        END IF;
+        IF renew.epoch IS NULL OR renew.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(renew.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+        IF renew.ttl IS NULL OR NOT isfinite(renew.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(renew.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', renew.ttl) <> 0 OR date_part('year', renew.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', renew.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF renew.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', renew.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (renew.ttl >= interval '50000000 days')
+           AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM renew.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
+        END IF;
+        IF renew.ttl > @extschema@.ttl_max(@extschema@.era_mark()) THEN
+            RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s; the longest this database grants is %s.', renew.ttl, @extschema@.ttl_max(@extschema@.era_mark())),
+                      HINT = 'Pass a shorter ttl, or have the extension''s installer raise the maximum with @extschema@.set_max_ttl() (the grace after a fault lasts as long).';
+        END IF;
+    END IF;
+    LOOP
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
+        BEGIN
+            UPDATE @extschema@.leases AS l
+               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
+             WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
+               AND l.expires_at > clock_timestamp() AND l.session_id IS NULL
+            RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
+            -- Committed at the session's own synchronous_commit: a renewal
+            -- only extends what its holder has, and the grace after a
+            -- fault outlasts any renewal the fault lost. Without a maximum
+            -- there is no grace: durable, as 0.4.0's.
+            IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                       IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                        PERFORM set_config('synchronous_commit', 'on', true);
+                    ELSE
+                        PERFORM @extschema@.durable();
+                    END IF;
+                END IF;
+            END IF;
+            RETURN NEXT;
+            RETURN;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not written (STRICT: no row): no lock is kept
+        END;
+        -- Not renewed: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+          INTO v_owner, v_epoch, v_expires, v_session
+          FROM @extschema@.leases AS l
+         WHERE l.name = renew.name;
+        status := CASE WHEN v_owner IS NULL OR v_owner <> renew.owner THEN 'not_owner'
+                   WHEN v_epoch <> renew.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        IF status = 'ok' AND v_session IS NOT NULL THEN
+            RAISE EXCEPTION 'lease "%" is held under session %', renew.name, v_session
+                USING ERRCODE = '55000',
+                      DETAIL = 'A name held under a session lives as long as the session.',
+                      HINT = 'Keep the session alive with lease.keep_alive().';
+        END IF;
+        EXIT WHEN status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    expires_at := NULL;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.renew(text, text, bigint, interval) IS
+    'renew(name, owner, epoch, ttl): set the expiry of a lease you hold to now + ttl (may shorten it); returns (status, expires_at) with status ok, not_owner, epoch_mismatch or lapsed. A lapsed lease is not revived.';
+
+CREATE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_session bigint;
+    v_status  text;
+BEGIN
+    LOOP
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
+        BEGIN
+            -- The epoch advances now, so that the old token is stale at once.
+            -- A name held on its own by its own expiry: a statement without
+            -- the read of sessions, which costs every call that has one in
+            -- its plan (18,000 instructions, the session's index opened and
+            -- locked); a name of a session (its epoch's grant fixed
+            -- session_id) by its session's expiry, in a second statement.
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
+             WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+               AND l.session_id IS NULL AND l.expires_at > clock_timestamp();
+            -- (FOUND costs less here than a RETURNING ... INTO STRICT; one
+            -- test of it on the common path)
+            IF NOT FOUND THEN
+                UPDATE @extschema@.leases AS l
+                   SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
+                 WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+                   AND l.session_id IS NOT NULL AND (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp();
+                IF NOT FOUND THEN
+                    RAISE EXCEPTION USING ERRCODE = 'LS001';
+                END IF;
+            END IF;
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
+            END IF;
+            -- Someone watches the name: tell them (see watch()).
+            IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
+                PERFORM pg_notify('lease_released', release.name);
+            END IF;
+            RETURN 'ok';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- not released: no lock is kept
+        END;
+        -- Not released. The arguments are checked here, not first: only
+        -- good ones can match a row (the functions store no other name,
+        -- owner or epoch), so bad ones changed nothing above, and a
+        -- release that succeeds skips the check (11,000 instructions; good
+        -- arguments pass in one expression, the checks one by one, which
+        -- say what is wrong, run only when it is not true).
+        IF (octet_length(release.name) <@ int4range(1, 1024, '[]')
+           AND octet_length(release.owner) <@ int4range(1, 1024, '[]')
+           AND release.epoch >= 1) IS NOT TRUE THEN
+            IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
+                RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN release.name IS NULL THEN 'name is NULL.'
+                                        WHEN release.name = '' THEN 'name is empty.'
+                                        ELSE format('name is %s bytes long.', octet_length(release.name)) END;
+            END IF;
+            IF release.owner IS NULL OR release.owner = '' OR octet_length(release.owner) > 1024 THEN
+                RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN release.owner IS NULL THEN 'owner is NULL.'
+                                        WHEN release.owner = '' THEN 'owner is empty.'
+                                        ELSE format('owner is %s bytes long.', octet_length(release.owner)) END;
+            END IF;
+            IF release.epoch IS NULL OR release.epoch < 1 THEN
+                RAISE EXCEPTION 'epoch must be a positive number'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
+                          HINT = 'Pass the epoch that lease.acquire returned.';
+            END IF;
+        END IF;
+        -- A plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+          INTO v_owner, v_epoch, v_expires, v_session
+          FROM @extschema@.leases AS l
+         WHERE l.name = release.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
+                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    RETURN v_status;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.release(text, text, bigint) IS
+    'release(name, owner, epoch): give up a lease you hold and advance its epoch; returns ok, not_owner, epoch_mismatch or lapsed. A lapsed lease is left for the next acquire to take over.';
+
+CREATE FUNCTION @extschema@.inspect(name text)
+RETURNS TABLE (held boolean, owner text, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+
+    IF inspect.name IS NULL OR inspect.name = '' OR octet_length(inspect.name) > 1024 THEN
+        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+            USING ERRCODE = '22023',
+                  DETAIL = CASE WHEN inspect.name IS NULL THEN 'name is NULL.'
+                                WHEN inspect.name = '' THEN 'name is empty.'
+                                ELSE format('name is %s bytes long.', octet_length(inspect.name)) END;
+    END IF;
+    SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END INTO owner, epoch, expires_at
+      FROM @extschema@.leases AS l
+     WHERE l.name = inspect.name;
+    held := FOUND AND owner IS NOT NULL AND expires_at > clock_timestamp();
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.inspect(text) IS
+    'inspect(name): one row (held, owner, epoch, expires_at) describing the lease on name now; a lapsed lease shows held = false with its last owner and epoch, a released one shows its next epoch.';
+
+-- The high-water mark of purge: the largest epoch any purged name had. A
+-- name that is unknown (never acquired, or purged) starts above it, so no
+-- epoch is ever issued twice for a name. No row until the first purge, so
+-- that a restored dump (which carries the row) does not collide with one
+-- the install script made.
+CREATE TABLE @extschema@.purge_mark (
+    id    boolean NOT NULL DEFAULT true,
+    epoch bigint  NOT NULL,
+    CONSTRAINT purge_mark_pkey PRIMARY KEY (id),
+    CONSTRAINT purge_mark_single CHECK (id),
+    CONSTRAINT purge_mark_epoch_check CHECK (epoch >= 1)
+);
+
+COMMENT ON TABLE @extschema@.purge_mark IS
+    'the largest epoch of any purged name; unknown names start above it (written only by lease.purge)';
+
+REVOKE ALL ON TABLE @extschema@.purge_mark FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.purge_mark', '');
+
+CREATE FUNCTION @extschema@.guard(name text, owner text, epoch bigint)
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_session bigint;
+    v_status  text;
+BEGIN
+    -- Good arguments pass in one expression; the checks one by one, which
+    -- say what is wrong, run only when it is not true.
+    IF (octet_length(guard.name) <@ int4range(1, 1024, '[]')
+       AND octet_length(guard.owner) <@ int4range(1, 1024, '[]')
+       AND guard.epoch >= 1) IS NOT TRUE THEN
+        IF guard.name IS NULL OR guard.name = '' OR octet_length(guard.name) > 1024 THEN
+            RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.name IS NULL THEN 'name is NULL.'
+                                    WHEN guard.name = '' THEN 'name is empty.'
+                                    ELSE format('name is %s bytes long.', octet_length(guard.name)) END;
+        END IF;
+        IF guard.owner IS NULL OR guard.owner = '' OR octet_length(guard.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN guard.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN guard.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(guard.owner)) END;
+        END IF;
+        IF guard.epoch IS NULL OR guard.epoch < 1 THEN
+            RAISE EXCEPTION 'epoch must be a positive number'
+                USING ERRCODE = '22023',
+                      DETAIL = format('epoch is %s.', coalesce(guard.epoch::text, 'NULL')),
+                      HINT = 'Pass the epoch that lease.acquire returned.';
+        END IF;
+    END IF;
+    LOOP
+        -- Lock the row in share mode until the caller's transaction ends,
+        -- the lease checked in the WHERE (on the newest version, after
+        -- waiting for a writer), in a subtransaction, so that a guard that
+        -- fails keeps no lock: a row that a concurrent writer changed is
+        -- locked before it is checked again.
+        BEGIN
+            SELECT CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END INTO STRICT v_expires
+              FROM @extschema@.leases AS l
+             WHERE l.name = guard.name AND l.owner = guard.owner AND l.epoch = guard.epoch
+               AND (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp()
+               FOR SHARE OF l;
+            RETURN v_expires;
+        EXCEPTION WHEN no_data_found THEN
+            NULL;  -- not written (STRICT: no row): no lock is kept
+        END;
+        -- Not held: a plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+          INTO v_owner, v_epoch, v_expires, v_session
+          FROM @extschema@.leases AS l
+         WHERE l.name = guard.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> guard.owner THEN 'not_owner'
+                   WHEN v_epoch <> guard.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    RAISE EXCEPTION 'lease "%" is not held by "%" at epoch %', guard.name, guard.owner, guard.epoch
+        USING ERRCODE = '55000',
+              DETAIL = v_status,
+              HINT = 'Stop writing under this lease: acquire it again and use the epoch acquire returns.';
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.guard(text, text, bigint) IS
+    'guard(name, owner, epoch): fence the writes of the calling transaction: when owner holds the lease at epoch, lock it in share mode until the transaction ends (no later holder is granted the name before then) and return its expiry; otherwise raise 55000 with the status (not_owner, epoch_mismatch, lapsed) as DETAIL.';
+
+CREATE FUNCTION @extschema@.purge(grace interval DEFAULT interval '0')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_cutoff  timestamptz;
+    v_deleted bigint;
+    v_max     bigint;
+BEGIN
+    IF purge.grace IS NULL OR NOT isfinite(purge.grace) THEN
+        RAISE EXCEPTION 'grace must be a finite interval'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', coalesce(purge.grace::text, 'NULL'));
+    END IF;
+    IF date_part('month', purge.grace) <> 0 OR date_part('year', purge.grace) <> 0 THEN
+        RAISE EXCEPTION 'grace must not have a month or year part'
+            USING ERRCODE = '22023',
+                  DETAIL = format('grace is %s: a month has no fixed length in seconds.', purge.grace),
+                  HINT = 'Give the grace in days, hours, minutes or seconds.';
+    END IF;
+    IF purge.grace < interval '0' THEN
+        RAISE EXCEPTION 'grace must not be negative'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', purge.grace);
+    END IF;
+    -- now - grace as elapsed time, like now + ttl
+    v_cutoff := ((clock_timestamp() AT TIME ZONE 'UTC') - purge.grace) AT TIME ZONE 'UTC';
+    -- Rows another transaction has locked (a writer, a guard) are skipped,
+    -- never waited for; the rows taken are re-checked on their newest
+    -- version.
+    WITH doomed AS (
+        SELECT l.name
+          FROM @extschema@.leases AS l
+         WHERE l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) <= v_cutoff
+           FOR UPDATE OF l SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM @extschema@.leases AS l
+         USING doomed AS d
+         WHERE l.name = d.name
+        RETURNING l.epoch
+    )
+    SELECT count(*), max(deleted.epoch) INTO v_deleted, v_max FROM deleted;
+    -- Sessions lapsed as long go too (a name left under one reads as
+    -- lapsed by its own expiry, which is never later).
+    DELETE FROM @extschema@.sessions AS s
+     WHERE s.id IN (SELECT d.id FROM @extschema@.sessions AS d WHERE d.expires_at <= v_cutoff FOR UPDATE SKIP LOCKED);
+    IF v_max IS NOT NULL THEN
+        INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
+        ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
+        END IF;
+    END IF;
+    RETURN v_deleted;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.purge(interval) IS
+    'purge(grace => 0): delete every released name and every name lapsed for at least grace, skipping rows other transactions have locked; returns how many were deleted. A purged name starts again above every epoch it had.';
+
+CREATE FUNCTION @extschema@.list(include_free boolean DEFAULT false)
+RETURNS TABLE (name text, held boolean, owner text, epoch bigint, expires_at timestamptz)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT l.name, l.owner IS NOT NULL AND e.expires_at > clock_timestamp(), l.owner, l.epoch, e.expires_at
+      FROM @extschema@.leases AS l
+     CROSS JOIN LATERAL (SELECT CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END AS expires_at) AS e
+     WHERE list.include_free OR (l.owner IS NOT NULL AND e.expires_at > clock_timestamp())
+     ORDER BY l.name COLLATE "C";
+$function$;
+
+COMMENT ON FUNCTION @extschema@.list(boolean) IS
+    'list(include_free => false): one row (name, held, owner, epoch, expires_at) per name in inspect''s form, ordered by name; only held leases unless include_free. Takes no row locks.';
+
+-- The eras of this database (docs/eras.md): one row per era it entered.
+-- An era owns the epochs of its band; a grant is made in the era named by
+-- era_now (below), and a grant that finds none valid enters the next era
+-- first, above the highest band recorded and every epoch in the table.
+-- The row says where it was entered: the cluster (system identifier), the
+-- database, and this table itself (home: its OID), so that a row that
+-- came with a restore or a copy is told from one entered here. pg_dump
+-- carries the rows, so a restored copy sees the eras of its source.
+CREATE TABLE @extschema@.eras (
+    band              bigint      NOT NULL,
+    generation        integer     NOT NULL,
+    timeline          bigint      NOT NULL,
+    new_eras          integer     NOT NULL,
+    installed         boolean     NOT NULL,
+    system_identifier bigint      NOT NULL,
+    -- 0.3.0's; unused since 0.4.0, kept so that a dump of 0.3.0 restores
+    -- into 0.4.0 (its rows arrive as rows recorded before 0.4.0, home 0)
+    boot              timestamptz,
+    -- for operators only: no rule reads a clock
+    began_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    base_timeline     bigint,
+    database_oid      oid         NOT NULL DEFAULT 0,
+    home              oid         NOT NULL DEFAULT 0,
+    CONSTRAINT eras_pkey PRIMARY KEY (band, system_identifier, database_oid, home, began_at),
+    -- (home 0: a row recorded before 0.4.0, whose band was numbered
+    -- otherwise; it is never this database's own)
+    CONSTRAINT eras_band_check CHECK (home = 0 OR (
+        base_timeline IS NOT NULL AND generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
+        AND new_eras BETWEEN 0 AND 8191
+        AND band = ((generation)::bigint * 2097152 + (timeline - base_timeline)::bigint * 8192 + (new_eras)::bigint)
+        AND (NOT installed OR band = 0)))
+);
+
+COMMENT ON TABLE @extschema@.eras IS
+    'the eras of this database: each owns the epochs of its band (see lease.current_era(); written only by the pg_lease functions)';
+
+REVOKE ALL ON TABLE @extschema@.eras FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.eras', '');
+
+-- The era this script runs in, not yet entered: a fresh database enters
+-- band 0 at its first grant (a name never acquired starts at 1).
+INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
+                              system_identifier, database_oid, home)
+SELECT 0, 0, t.tli, t.tli, 0, true, (pg_catalog.pg_control_system()).system_identifier,
+       (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()),
+       '@extschema@.eras'::pg_catalog.regclass
+  FROM (SELECT coalesce(CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END, 1) AS tli) AS t;
+
+-- The era grants are made in, while the server runs: one row, written when
+-- an era is entered. Unlogged, so that every crash recovery empties it (a
+-- crash restart too, where one backend died and the postmaster stayed up),
+-- and so is every standby (a promotion enters a new era), every base
+-- backup and, being no configuration table, every dump. The start time
+-- tells a restart (or pg_upgrade, which carries the file) from this run.
+CREATE UNLOGGED TABLE @extschema@.era_now (
+    band         bigint      NOT NULL,
+    boot         timestamptz NOT NULL,
+    first_epoch  bigint      NOT NULL,
+    last_epoch   bigint      NOT NULL,
+    -- the database it was entered in: CREATE DATABASE ... TEMPLATE copies
+    -- the file of an unlogged table too, and the copy is another database,
+    -- whose grants must not go on in its template's era
+    database_oid oid         NOT NULL,
+    -- (0.5.0) the end of the era's grace: no name is given to a new
+    -- holder before it (NULL: no grace)
+    grace_until  timestamptz
+);
+
+COMMENT ON TABLE @extschema@.era_now IS
+    'internal: the era this run of the server grants in (emptied by every crash recovery)';
+
+REVOKE ALL ON TABLE @extschema@.era_now FROM PUBLIC;
+
+-- The era's band as constants in acquire's plans, so that the common
+-- path reads no table for it. era_first() and era_last() read era_now
+-- when a statement that calls them is planned: they are IMMUTABLE and
+-- called with a constant, so the planner evaluates them then and the
+-- plan keeps the values. era_mark(), their argument, is inlined by the
+-- planner, which makes PostgreSQL re-plan the statement when era_mark()
+-- is replaced; the trigger era_changed replaces it at every change of
+-- era_now (an era entered, a clean restart's new start time, an
+-- operator's DELETE), so a session's plans follow from its next
+-- transaction. No plan outlives the run of the server it read: a crash
+-- restart and a restart end every session, and in recovery era_now
+-- cannot be read (planning fails, as every grant must). A call that had
+-- to settle the era reads era_now itself for the rest of the call
+-- (acquire's v_joined), so a plan that has not followed yet cannot hold
+-- it up. They are PL/pgSQL, whose compiled body and query plan a
+-- session keeps, so that each of a new session's first plans (the first
+-- five of a statement are made for its arguments) pays a few
+-- microseconds for them (before PostgreSQL 18, a SQL function's body is
+-- parsed and planned again at each evaluation).
+CREATE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS 'SELECT 0::pg_catalog.int8';
+
+COMMENT ON FUNCTION @extschema@.era_mark() IS
+    'internal: replaced at every change of era_now, so that the plans era_first() and era_last() were folded into are made again';
+
+REVOKE ALL ON FUNCTION @extschema@.era_mark() FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_first(mark bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    -- (one row; were there more, as enter_era() reads them: the first)
+    RETURN (SELECT c.first_epoch FROM @extschema@.era_now AS c
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()
+               AND c.database_oid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_first(bigint) IS
+    'internal: the first epoch of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_first(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.era_first(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_last(mark bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    -- (one row; were there more, as enter_era() reads them: the first)
+    RETURN (SELECT c.last_epoch FROM @extschema@.era_now AS c
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()
+               AND c.database_oid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_last(bigint) IS
+    'internal: the last epoch of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_last(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.era_last(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.era_changed()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    -- One change at a time, as enter_era() takes them (two replacements
+    -- of one function at once fail).
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    EXECUTE 'CREATE OR REPLACE FUNCTION @extschema@.era_mark() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS ''SELECT 0::pg_catalog.int8''';
+    RETURN NULL;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_changed() IS
+    'internal: trigger function: replaces era_mark() when era_now changes';
+
+REVOKE ALL ON FUNCTION @extschema@.era_changed() FROM PUBLIC;
+
+CREATE TRIGGER era_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.era_now
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.era_changed();
+-- (also in a session with session_replication_role = replica)
+ALTER TABLE @extschema@.era_now ENABLE ALWAYS TRIGGER era_changed;
+
+-- The durability floor of this database: on, remote_apply or session.
+-- The body is the setting: set_floor() rewrites it, and only the
+-- function's owner (the extension's functions' owner, a superuser) can
+-- otherwise, so no session can change it. A SQL
+-- function that returns a constant is folded into the statements that
+-- call it when they are planned, so reading it costs nothing per call;
+-- PostgreSQL re-plans them when the function is replaced (a dependency
+-- it records for the functions it inlines; the isolation test floor
+-- shows a session's cached plans following another session's
+-- set_floor()). STABLE: the value may change between statements.
+CREATE FUNCTION @extschema@.database_floor()
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $function$SELECT 'on'::pg_catalog.text$function$;
+
+COMMENT ON FUNCTION @extschema@.database_floor() IS
+    'the durability floor of this database (on, remote_apply or session), which set_floor() sets';
+
+-- The floor under the durability of a transaction that changed a lease:
+-- the database's (database_floor()) raised by the session's
+-- lease.synchronous_commit; a session's session counts where the session
+-- role's setting says so.
+CREATE FUNCTION @extschema@.durable()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_db    text := @extschema@.database_floor();
+    v_floor text := coalesce(nullif(current_setting('lease.synchronous_commit', true), ''), 'on');
+    v_now   text;
+BEGIN
+    IF v_db = 'session' THEN
+        RETURN;  -- lowered for the database by set_floor()
+    END IF;
+    IF v_floor = 'session' THEN
+        -- Lowered by a session only where the database's or the session
+        -- role's setting says so (ALTER ROLE / ALTER DATABASE ... SET: for a
+        -- setting of an extension without a library only a superuser may
+        -- write one; the installer has lease.set_floor()). A session that
+        -- sets it itself keeps the floor.
+        IF EXISTS (SELECT FROM pg_db_role_setting AS s
+                    WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+                      AND s.setrole IN (0, (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = session_user))
+                      AND s.setconfig @> ARRAY['lease.synchronous_commit=session']) THEN
+            RETURN;
+        END IF;
+        v_floor := 'on';
+    ELSIF v_floor NOT IN ('on', 'remote_apply') THEN
+        RAISE EXCEPTION 'lease.synchronous_commit must be on, remote_apply or session'
+            USING ERRCODE = '22023', DETAIL = format('lease.synchronous_commit is %L.', v_floor);
+    END IF;
+    IF v_db = 'remote_apply' THEN
+        v_floor := 'remote_apply';
+    END IF;
+    v_now := current_setting('synchronous_commit');
+    -- off, local and remote_write are below on; on is below remote_apply.
+    -- SET LOCAL's effect: this transaction only (a function's SET clause
+    -- restores only the settings it names, not this one).
+    IF v_now IN ('off', 'local', 'remote_write') OR (v_floor = 'remote_apply' AND v_now = 'on') THEN
+        PERFORM set_config('synchronous_commit', v_floor, true);
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.durable() IS
+    'internal: raises synchronous_commit for the calling transaction, which changed a lease, to the floor: the database''s (database_floor(), set by set_floor()) raised by lease.synchronous_commit (on, remote_apply, or session where the role''s or the database''s setting says so)';
+
+REVOKE ALL ON FUNCTION @extschema@.durable() FROM PUBLIC;
+
+-- Settles the era a grant is made in: keeps era_now when it is valid for
+-- this run of the server and its band has room for the epoch p_need
+-- (NULL: any); otherwise enters the next era and writes it there. With
+-- p_new_era (the operator's new_era()), always enters one. Returns the
+-- band. One at a time: the lock serialises every entry, and the caller's
+-- transaction holds it until it ends.
+CREATE FUNCTION @extschema@.enter_era(p_need numeric, p_new_era boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_sysid   bigint;
+    v_tli     bigint;
+    v_db      oid;
+    v_home    oid := '@extschema@.eras'::regclass;
+    v_now     record;
+    v_top     record;
+    v_max     bigint;   -- the highest band the new era must be above
+    v_own     boolean;  -- the highest era is this line's own
+    v_gen     bigint;
+    v_base    bigint;
+    v_n       bigint;
+    v_band    bigint;
+    v_grace   timestamptz;  -- the new era's grace: until then no new holder
+    v_first   timestamptz;  -- the grace of a try of this entry that was rolled back
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'pg_lease grants nothing on a standby'
+            USING ERRCODE = '25006', HINT = 'Connect to the primary; a promotion begins a new era by itself.';
+    END IF;
+    IF p_need > 9223372036854775807 THEN
+        RAISE EXCEPTION 'the lease has used every epoch a bigint holds'
+            USING ERRCODE = '22003', HINT = 'Use another name.';
+    END IF;
+    -- Valid: nothing to enter, and no lock taken (the lock lasts until
+    -- the caller's transaction ends: a blocking acquire that called this
+    -- and then waits for its lease would hold up every entry meanwhile).
+    -- Valid is of this run of the server and of this database (a copy
+    -- made with CREATE DATABASE ... TEMPLATE carries its template's row).
+    v_db := (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+    SELECT c.band, c.boot, c.last_epoch, c.database_oid INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
+    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND v_now.database_oid = v_db
+       AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+        RETURN v_now.band;
+    END IF;
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    SELECT c.band, c.boot, c.last_epoch, c.database_oid INTO v_now FROM @extschema@.era_now AS c LIMIT 1;
+    IF NOT p_new_era AND v_now.boot = pg_postmaster_start_time() AND v_now.database_oid = v_db
+       AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+        RETURN v_now.band;  -- another call has just entered it
+    END IF;
+    v_sysid := (pg_control_system()).system_identifier;
+    v_tli := CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+         ELSE ('x' || pg_catalog.left(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::bigint END;
+    -- The highest recorded era, and whether every row of its band was
+    -- entered here (this cluster, this database, this table); a row that
+    -- came with a restore or a copy makes it another's.
+    SELECT max(r.band) AS band,
+           bool_and(r.system_identifier = v_sysid AND r.database_oid = v_db AND r.home = v_home) AS ours,
+           bool_and(r.installed) AS installed,
+           max(r.generation) AS generation, max(r.base_timeline) AS base_timeline,
+           max(r.timeline) AS timeline, max(r.new_eras) AS new_eras
+      INTO v_top
+      FROM @extschema@.eras AS r
+     WHERE r.band = (SELECT max(m.band) FROM @extschema@.eras AS m);
+    IF NOT p_new_era AND v_now.band = v_top.band AND v_now.database_oid = v_db AND v_top.ours AND NOT v_top.installed
+       AND v_top.timeline = v_tli AND (p_need IS NULL OR p_need <= v_now.last_epoch) THEN
+        -- A clean restart (a crash would have emptied era_now): nothing
+        -- was lost, the era goes on.
+        UPDATE @extschema@.era_now SET boot = pg_postmaster_start_time();
+        -- (a transaction that did this cannot be prepared either: it holds
+        -- the lock every entry waits for)
+        PERFORM pg_notify('lease_era', v_now.band::text);
+        RETURN v_now.band;
+    END IF;
+    -- Every epoch the table holds lies below the new era (rows restored or
+    -- replicated without their eras, a name that used up its band).
+    v_max := greatest(v_top.band,
+                      (SELECT (max(l.epoch) - 1) / 4294967296 FROM @extschema@.leases AS l),
+                      (SELECT (m.epoch - 1) / 4294967296 FROM @extschema@.purge_mark AS m),
+                      floor((p_need - 1) / 4294967296)::bigint - 1);
+    -- (an installed era with rows: they came from elsewhere, a restore of
+    -- the table alone or a logical replica of it: none of this line's own)
+    v_own := v_top.ours AND (NOT v_top.installed
+                             OR (NOT EXISTS (SELECT FROM @extschema@.leases) AND NOT EXISTS (SELECT FROM @extschema@.purge_mark)));
+    IF NOT p_new_era AND v_own AND v_top.installed AND v_top.timeline = v_tli THEN
+        -- A fresh database's first grant: band 0, entered here.
+        UPDATE @extschema@.eras AS r SET installed = false WHERE r.band = 0 AND r.installed;
+        v_band := 0;
+    ELSE
+        -- Anything but a fresh database's first era may have lost grants
+        -- or renewals (a crash, a promotion, a restore, rows without their
+        -- eras): no name goes to a new holder until every lease those
+        -- could have made has run out by its holder's clock: the longest
+        -- TTL that could have been granted, with 1% for clock rate.
+        v_grace := (((clock_timestamp() AT TIME ZONE 'UTC') + @extschema@.grace_length() * 1.01) AT TIME ZONE 'UTC');
+        IF v_own AND v_top.timeline = v_tli THEN
+            -- The same line after a crash: the next era on this timeline.
+            v_gen := v_top.generation;
+            v_base := v_top.base_timeline;
+            v_n := v_top.new_eras + 1;
+        ELSIF v_own AND v_tli > v_top.timeline AND v_tli - v_top.base_timeline <= 255 THEN
+            -- A promotion: the first era of the new timeline, above every
+            -- era the old timeline can enter.
+            v_gen := v_top.generation;
+            v_base := v_top.base_timeline;
+            v_n := 0;
+        END IF;
+        -- new_era() goes to the next multiple of 64 above the era a
+        -- grant would enter: above the eras a source that was copied (a
+        -- base backup restored without archive recovery) may enter after
+        -- the copy was made, up to 64 of them.
+        IF p_new_era THEN
+            v_n := (v_n / 64 + 1) * 64;
+        END IF;
+        IF v_gen IS NULL OR v_n > 8191
+           OR ((v_gen)::bigint * 2097152 + (v_tli - v_base)::bigint * 8192 + (v_n)::bigint) <= v_max THEN
+            -- Anything else (another cluster, database or table: pg_upgrade,
+            -- a restore, a logical replica; a timeline below the recorded
+            -- one; a line that used up its numbers; rows from above): the
+            -- next generation above all of it. Its timelines count from 0
+            -- (from 128 below this one past timeline 255), not from
+            -- this server's: a standby that never saw this entry, promoted
+            -- later, enters the same generation on its own timeline, which
+            -- must rank above this one's.
+            v_gen := coalesce(v_max, 0) / 2097152 + 1;
+            v_base := CASE WHEN v_tli <= 255 THEN 0 ELSE v_tli - 128 END;
+            v_n := CASE WHEN p_new_era THEN 64 ELSE 0 END;
+        END IF;
+        IF v_gen > 1023 THEN
+            RAISE EXCEPTION 'pg_lease has no band left for a new era'
+                USING ERRCODE = '54000',
+                      DETAIL = format('The next era would be generation %s; there are 1023.', v_gen),
+                      HINT = 'Every epoch up to bigint''s end is spoken for: purge the names and start a new database.';
+        END IF;
+        v_band := ((v_gen)::bigint * 2097152 + (v_tli - v_base)::bigint * 8192 + (v_n)::bigint);
+        INSERT INTO @extschema@.eras (band, generation, base_timeline, timeline, new_eras, installed,
+                                      system_identifier, database_oid, home)
+        VALUES (v_band, v_gen, v_base, v_tli, v_n, false, v_sysid, v_db, v_home);
+    END IF;
+    DELETE FROM @extschema@.era_now;
+    IF v_grace IS NOT NULL AND to_regclass('@extschema@.grace_end') IS NOT NULL THEN
+        -- an earlier try of this entry, rolled back: its grace's end
+        EXECUTE 'SELECT CASE WHEN b.last_value = $1 AND e.is_called THEN pg_catalog.to_timestamp(e.last_value / 1000000.0) END
+                   FROM @extschema@.grace_band AS b, @extschema@.grace_end AS e' INTO v_first USING v_band;
+        IF v_first IS NOT NULL THEN
+            v_grace := least(v_grace, v_first);
+        ELSE
+            PERFORM setval('@extschema@.grace_end', (extract(epoch FROM v_grace) * 1000000)::bigint);
+            PERFORM setval('@extschema@.grace_band', v_band);
+        END IF;
+    END IF;
+    INSERT INTO @extschema@.era_now (band, boot, first_epoch, last_epoch, database_oid, grace_until)
+    VALUES (v_band, pg_postmaster_start_time(), (v_band * 4294967296 + 1), least((v_band + 1)::numeric * 4294967296, 9223372036854775807)::bigint, v_db, v_grace);
+    -- Entering an era is durable whatever lease.synchronous_commit says
+    -- (a second crash must not enter it again), and a transaction that
+    -- entered one cannot be prepared: PREPARE TRANSACTION refuses one that
+    -- sent a notification (the channel tells listeners of the new era).
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    PERFORM pg_notify('lease_era', v_band::text);
+    RETURN v_band;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.enter_era(numeric, boolean) IS
+    'internal: the band of the era a grant is made in now, entering a new era when this run of the server entered none or its band has no room left';
+
+REVOKE ALL ON FUNCTION @extschema@.enter_era(numeric, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.current_era()
+RETURNS TABLE (band bigint, generation integer, timeline bigint, new_eras integer, system_identifier bigint,
+               began_at timestamptz, first_epoch bigint, current boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT r.band, r.generation, r.timeline, r.new_eras, r.system_identifier, r.began_at,
+           (r.band * 4294967296 + 1),
+           EXISTS (SELECT FROM @extschema@.era_now AS c WHERE c.band = r.band AND c.boot = pg_postmaster_start_time()
+                                                          AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+      FROM @extschema@.eras AS r
+     ORDER BY r.band DESC, r.installed, r.home DESC
+     LIMIT 1;
+$function$;
+
+COMMENT ON FUNCTION @extschema@.current_era() IS
+    'current_era(): the era the database recorded last (its band, generation, timeline, count of crash restarts and new_era() calls on it, system identifier, start and first epoch), and whether grants are made in it now; when not, the next grant settles the era first';
+
+-- An operator's new era: after a base backup restored without archive
+-- recovery (it keeps the system identifier and the timeline), or whenever
+-- the grants of another copy must be left behind. Not for PUBLIC.
+CREATE FUNCTION @extschema@.new_era()
+RETURNS TABLE (band bigint, generation integer, timeline bigint, new_eras integer, first_epoch bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'lease.new_era() cannot run on a standby'
+            USING ERRCODE = '25006', HINT = 'Call it on the primary; a promotion begins a new era by itself.';
+    END IF;
+    band := @extschema@.enter_era(NULL::numeric, true);
+    SELECT r.generation, r.timeline, r.new_eras INTO generation, timeline, new_eras
+      FROM @extschema@.eras AS r WHERE r.band = new_era.band AND NOT r.installed
+     ORDER BY r.home DESC LIMIT 1;
+    first_epoch := (band * 4294967296 + 1);
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.new_era() IS
+    'new_era(): begin a new era: every epoch granted from now on is above every epoch granted before in this database or any copy of it; returns the new era (band, generation, timeline, count of crash restarts and new_era() calls on it, first epoch). Call it after restoring a base backup without archive recovery.';
+
+REVOKE ALL ON FUNCTION @extschema@.new_era() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.new_era() TO @extowner@;
+
+-- The installer's way to lower (or raise) the durability floor: for this
+-- database, as the body of database_floor(), which no session can
+-- override and which costs nothing per call; for one role in
+-- it, the role's setting that durable() honours (a read of
+-- pg_db_role_setting per change).
+CREATE FUNCTION @extschema@.set_floor(setting text, role regrole DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF set_floor.setting NOT IN ('on', 'remote_apply', 'session') THEN
+        RAISE EXCEPTION 'setting must be on, remote_apply, session or NULL'
+            USING ERRCODE = '22023', DETAIL = format('setting is %L.', set_floor.setting);
+    END IF;
+    -- One change at a time (two replacements of one function, or of one
+    -- role's setting, at once fail with "tuple concurrently updated"): a
+    -- second set_floor() waits for the first's transaction, as an era's
+    -- change does.
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    IF set_floor.role IS NULL THEN
+        -- The same definition as the install script's, with the setting
+        -- (NULL: on, byte for byte the installed one).
+        EXECUTE format('CREATE OR REPLACE FUNCTION @extschema@.database_floor() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS %L',
+                       format('SELECT %L::pg_catalog.text', coalesce(set_floor.setting, 'on')));
+    ELSE
+        EXECUTE format('ALTER ROLE %s IN DATABASE %I SET lease.synchronous_commit %s', set_floor.role, current_database(),
+                       CASE WHEN set_floor.setting IS NULL THEN 'TO DEFAULT' ELSE format('= %L', set_floor.setting) END);
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.set_floor(text, regrole) IS
+    'set_floor(setting, role => NULL): the durability floor (on, remote_apply or session; NULL: back to on) for this database, as database_floor() (pg_dump does not carry it), or for role in it as the role''s lease.synchronous_commit; only the installer (and superusers) may call it';
+
+REVOKE ALL ON FUNCTION @extschema@.set_floor(text, regrole) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.set_floor(text, regrole) TO @extowner@;
+
+-- Waiting for a name without polling: a session that listens on the
+-- channel lease_released and watches the name is notified (the name is
+-- the payload) when release() frees it. To watch is to hold a shared
+-- advisory lock of the session on the name's key; release() tries the
+-- exclusive one and notifies only when that fails, so a release that
+-- nobody watches sends nothing (a notifying commit waits for every other
+-- notifying commit of the cluster). The watch lasts as long as the
+-- session unless unwatch() ends it; a release in flight, or a release of
+-- another name with the same key, makes watch() return false (try again)
+-- and at worst notifies a name nobody waits for.
+CREATE FUNCTION @extschema@.watch(name text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF watch.name IS NULL OR watch.name = '' OR octet_length(watch.name) > 1024 THEN
+        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+            USING ERRCODE = '22023',
+                  DETAIL = CASE WHEN watch.name IS NULL THEN 'name is NULL.'
+                                WHEN watch.name = '' THEN 'name is empty.'
+                                ELSE format('name is %s bytes long.', octet_length(watch.name)) END;
+    END IF;
+    RETURN pg_try_advisory_lock_shared(1818583411, hashtext((watch.name) COLLATE "C"));
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.watch(text) IS
+    'watch(name): until unwatch(name) or the session ends, every release of name notifies the channel lease_released (payload: the name); LISTEN to it. false: a release of name is in flight, try again. A release nobody watches notifies nobody.';
+
+CREATE FUNCTION @extschema@.unwatch(name text)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT pg_advisory_unlock_shared(1818583411, hashtext((unwatch.name) COLLATE "C"));
+$function$;
+
+COMMENT ON FUNCTION @extschema@.unwatch(text) IS
+    'unwatch(name): end one watch(name) of this session; false (with a warning) when it has none';
+
+-- The era's grace as a constant in acquire's plans, as era_first() and
+-- era_last() are (see there): NULL when the era has none, and the plans
+-- made before an era's change follow it from their next transaction.
+CREATE FUNCTION @extschema@.era_grace(mark bigint)
+RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    RETURN (SELECT c.grace_until FROM @extschema@.era_now AS c
+             WHERE c.boot OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()
+               AND c.database_oid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) LIMIT 1);
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.era_grace(bigint) IS
+    'internal: the end of the grace of the era this run of the server is in (NULL: none), read when a statement calling it is planned; called as era_grace(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.era_grace(bigint) FROM PUBLIC;
+
+-- The first try's grace, kept where a rollback cannot undo it: an acquire
+-- that enters an era with a grace may be rolled back by its caller (an
+-- application that rolls back when it is not given the name), and the next
+-- try must not start the grace again. Two unlogged sequences (the band
+-- entered and the grace's end, in microseconds since 1970), which no
+-- transaction owns and which every crash recovery, promotion and copy
+-- empties, as era_now. PostgreSQL 14 has no unlogged sequence: there, a
+-- rolled-back entry starts the grace again at the next try (docs/grace.md).
+DO $do$
+BEGIN
+    IF current_setting('server_version_num')::int >= 150000 THEN
+        EXECUTE 'CREATE UNLOGGED SEQUENCE @extschema@.grace_band MINVALUE -1 START -1';
+        EXECUTE 'CREATE UNLOGGED SEQUENCE @extschema@.grace_end';
+        EXECUTE 'REVOKE ALL ON SEQUENCE @extschema@.grace_band, @extschema@.grace_end FROM PUBLIC';
+    END IF;
+END
+$do$;
+
+-- The longest TTL acquire, renew and open_session accept, and so the
+-- grace after a fault: no row, the default (1 minute); a row says
+-- otherwise (max_ttl NULL: no maximum and no grace, fencing only, as 0.4.0,
+-- which a database updated from an older version keeps until its installer
+-- sets one). A lowered maximum keeps counting for the grace, as previous,
+-- until every lease it allowed has run out (previous_until). No row until
+-- set_max_ttl(), so that a restored dump (which carries the row) does not
+-- collide with one the install script made.
+CREATE TABLE @extschema@.limits (
+    id             boolean     NOT NULL DEFAULT true,
+    max_ttl        interval,
+    previous       interval,
+    previous_until timestamptz,
+    CONSTRAINT limits_pkey PRIMARY KEY (id),
+    CONSTRAINT limits_single CHECK (id)
+);
+
+COMMENT ON TABLE @extschema@.limits IS
+    'the longest ttl this database grants (no row: 1 minute); written only by lease.set_max_ttl()';
+
+REVOKE ALL ON TABLE @extschema@.limits FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.limits', '');
+
+-- A change of the limit re-plans the statements that folded it, as a
+-- change of era does.
+CREATE TRIGGER limits_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.limits
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.era_changed();
+ALTER TABLE @extschema@.limits ENABLE ALWAYS TRIGGER limits_changed;
+
+-- The limit as a constant in the plans of acquire, renew and keep_alive
+-- (called as ttl_max(era_mark()), as era_first() is).
+CREATE FUNCTION @extschema@.ttl_max(mark bigint)
+RETURNS interval
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+BEGIN
+    RETURN (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE m.max_ttl END
+              FROM (SELECT) AS one LEFT JOIN @extschema@.limits AS m ON true);
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.ttl_max(bigint) IS
+    'internal: max_ttl() read when a statement calling it is planned; called as ttl_max(era_mark())';
+
+REVOKE ALL ON FUNCTION @extschema@.ttl_max(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.max_ttl()
+RETURNS interval
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE m.max_ttl END
+              FROM (SELECT) AS one LEFT JOIN @extschema@.limits AS m ON true);
+$function$;
+
+COMMENT ON FUNCTION @extschema@.max_ttl() IS
+    'max_ttl(): the longest ttl this database grants or renews (NULL: none, and no grace after a fault: fencing only); set_max_ttl() sets it';
+
+-- The grace's length: the longest TTL a lease granted or renewed until
+-- now may have.
+CREATE FUNCTION @extschema@.grace_length()
+RETURNS interval
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT CASE WHEN NOT EXISTS (SELECT FROM @extschema@.limits) THEN '1 minute'::interval
+                ELSE (SELECT greatest(m.max_ttl, CASE WHEN clock_timestamp() < m.previous_until THEN m.previous END)
+                        FROM @extschema@.limits AS m) END;
+$function$;
+
+COMMENT ON FUNCTION @extschema@.grace_length() IS
+    'internal: the longest ttl a lease granted or renewed until now may have (NULL: no grace)';
+
+REVOKE ALL ON FUNCTION @extschema@.grace_length() FROM PUBLIC;
+
+-- The installer's way to change the maximum TTL. Not for PUBLIC.
+CREATE FUNCTION @extschema@.set_max_ttl(ttl interval)
+RETURNS interval
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_old interval;
+BEGIN
+    IF set_max_ttl.ttl IS NOT NULL
+       AND (set_max_ttl.ttl > interval '0' AND set_max_ttl.ttl < interval '50000000 days'
+            AND date_trunc('month', set_max_ttl.ttl) = interval '0') IS NOT TRUE THEN
+        RAISE EXCEPTION 'ttl must be a positive interval of days, hours, minutes or seconds below 50000000 days, or NULL'
+            USING ERRCODE = '22023', DETAIL = format('ttl is %s.', set_max_ttl.ttl);
+    END IF;
+    -- one change at a time, as set_floor() and an era's entry
+    LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
+    v_old := @extschema@.grace_length();
+    INSERT INTO @extschema@.limits AS m (id, max_ttl) VALUES (true, set_max_ttl.ttl)
+    ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE SET max_ttl = excluded.max_ttl;
+    IF v_old IS NOT NULL AND (set_max_ttl.ttl IS NULL OR set_max_ttl.ttl < v_old)
+       AND (EXISTS (SELECT FROM @extschema@.leases AS l WHERE l.owner IS NOT NULL) OR EXISTS (SELECT FROM @extschema@.sessions)) THEN
+        -- Lowered while a lease may be held (lapsed ones too: a crash
+        -- that has not been noticed yet may have lost their renewals): it
+        -- may run for the old maximum, so the grace keeps it until then.
+        UPDATE @extschema@.limits
+           SET previous = v_old, previous_until = (((clock_timestamp() AT TIME ZONE 'UTC') + v_old) AT TIME ZONE 'UTC');
+    END IF;
+    -- durable whatever the session's synchronous_commit: a lease granted
+    -- under a longer maximum must not outlive it in a crash
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    RETURN set_max_ttl.ttl;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.set_max_ttl(interval) IS
+    'set_max_ttl(ttl): the longest ttl this database grants or renews from now on, and so the grace after a fault (NULL: no maximum and no grace, fencing only); a lowered maximum shortens the grace only once every lease granted under the old one has run out; only the installer (and superusers) may call it';
+
+REVOKE ALL ON FUNCTION @extschema@.set_max_ttl(interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.set_max_ttl(interval) TO @extowner@;
+
+CREATE FUNCTION @extschema@.grace()
+RETURNS timestamptz
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT c.grace_until FROM @extschema@.era_now AS c
+     WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+       AND c.grace_until > clock_timestamp()
+     LIMIT 1;
+$function$;
+
+COMMENT ON FUNCTION @extschema@.grace() IS
+    'grace(): when the grace after a fault ends, while it lasts (NULL: none); until then no name is given to a new holder, and holders renew as before. A fault''s grace begins with the first grant tried after it.';
+
+-- Sessions: a lease of its own (owner, ttl, expiry) that names are held
+-- under. One keep-alive renews the session, and so every name under it;
+-- closing it releases them; a session that lapses takes them with it.
+CREATE SEQUENCE @extschema@.session_ids;
+
+REVOKE ALL ON SEQUENCE @extschema@.session_ids FROM PUBLIC;
+
+CREATE TABLE @extschema@.sessions (
+    id         bigint      NOT NULL DEFAULT nextval('@extschema@.session_ids'),
+    owner      text        NOT NULL,
+    ttl        interval    NOT NULL,
+    expires_at timestamptz NOT NULL,
+    CONSTRAINT sessions_pkey PRIMARY KEY (id)
+)
+-- a keep-alive rewrites the row without touching its key (a HOT update)
+WITH (fillfactor = 50);
+
+COMMENT ON TABLE @extschema@.sessions IS
+    'sessions, one row each until closed or purged; written only by the pg_lease functions';
+
+REVOKE ALL ON TABLE @extschema@.sessions FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sessions', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.session_ids', '');
+
+-- the names of a session, for close_session()
+CREATE INDEX leases_session ON @extschema@.leases (session_id) WHERE session_id IS NOT NULL;
+
+CREATE FUNCTION @extschema@.open_session(owner text, ttl interval)
+RETURNS TABLE (session bigint, expires_at timestamptz, era bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF (octet_length(open_session.owner) <@ int4range(1, 1024, '[]')
+       AND open_session.ttl > interval '0' AND open_session.ttl < interval '50000000 days'
+       AND date_trunc('month', open_session.ttl) = interval '0'
+       AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR open_session.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))) IS NOT TRUE THEN
+        IF open_session.owner IS NULL OR open_session.owner = '' OR octet_length(open_session.owner) > 1024 THEN
+            RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                USING ERRCODE = '22023',
+                      DETAIL = CASE WHEN open_session.owner IS NULL THEN 'owner is NULL.'
+                                    WHEN open_session.owner = '' THEN 'owner is empty.'
+                                    ELSE format('owner is %s bytes long.', octet_length(open_session.owner)) END;
+        END IF;
+        IF open_session.ttl IS NULL OR NOT isfinite(open_session.ttl) THEN
+            RAISE EXCEPTION 'ttl must be a finite interval'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', coalesce(open_session.ttl::text, 'NULL'));
+        END IF;
+        IF date_part('month', open_session.ttl) <> 0 OR date_part('year', open_session.ttl) <> 0 THEN
+            RAISE EXCEPTION 'ttl must not have a month or year part'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: a month has no fixed length in seconds.', open_session.ttl),
+                      HINT = 'Give the ttl in days, hours, minutes or seconds.';
+        END IF;
+        IF open_session.ttl <= interval '0' THEN
+            RAISE EXCEPTION 'ttl must be positive'
+                USING ERRCODE = '22023', DETAIL = format('ttl is %s.', open_session.ttl);
+        END IF;
+        -- now + ttl must stay inside the timestamptz range (its end is
+        -- 294277-01-01 00:00 UTC, 9224318016000 seconds after 1970-01-01). The
+        -- exact check, in numeric, is needed only for a ttl or a wait of 50,000,000
+        -- days or more: below that, both together fit until the year 18000.
+        IF (open_session.ttl >= interval '50000000 days')
+           AND extract(epoch FROM clock_timestamp()) + 0 + extract(epoch FROM open_session.ttl) >= 9224318016000 THEN
+            RAISE EXCEPTION 'ttl is too long'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', open_session.ttl);
+        END IF;
+        IF open_session.ttl > @extschema@.ttl_max(@extschema@.era_mark()) THEN
+            RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
+                USING ERRCODE = '22023',
+                      DETAIL = format('ttl is %s; the longest this database grants is %s.', open_session.ttl, @extschema@.ttl_max(@extschema@.era_mark())),
+                      HINT = 'Pass a shorter ttl, or have the extension''s installer raise the maximum with @extschema@.set_max_ttl() (the grace after a fault lasts as long).';
+        END IF;
+    END IF;
+    INSERT INTO @extschema@.sessions AS s (owner, ttl, expires_at)
+    VALUES (open_session.owner, open_session.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + open_session.ttl) AT TIME ZONE 'UTC'))
+    RETURNING s.id, s.expires_at INTO session, expires_at;
+    -- the era, as keep_alive reports it
+    era := @extschema@.era_first(@extschema@.era_mark());
+    -- durable, as a grant: a session's number is never given twice
+    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+       NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.open_session(text, interval) IS
+    'open_session(owner, ttl): a new session for owner, alive until now + ttl; returns (session, expires_at, era: as keep_alive''s). Names acquired under it (session_acquire) are held while it lives; keep_alive renews it, close_session releases every name under it.';
+
+CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
+RETURNS TABLE (status text, expires_at timestamptz, era bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_owner text;
+    v_ttl   interval;
+BEGIN
+    -- One row, whatever the number of names; committed at the session's
+    -- own synchronous_commit, as a renewal.
+    UPDATE @extschema@.sessions AS s
+       SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + s.ttl) AT TIME ZONE 'UTC')
+     WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner AND s.expires_at > clock_timestamp()
+       AND (@extschema@.ttl_max(@extschema@.era_mark()) IS NULL OR s.ttl <= @extschema@.ttl_max(@extschema@.era_mark()))
+    RETURNING 'ok', s.expires_at INTO status, expires_at;
+    IF FOUND THEN
+        -- The era's first epoch (NULL before this run of the server has
+        -- entered one), folded into the plan: a holder that sees it change
+        -- checks that the server still has its names (a failover or a
+        -- restore can have lost a grant, not the session).
+        era := @extschema@.era_first(@extschema@.era_mark());
+        -- (without a maximum there is no grace: durable, as a renewal)
+        IF @extschema@.ttl_max(@extschema@.era_mark()) IS NULL THEN
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
+            END IF;
+        END IF;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT s.owner, s.ttl INTO v_owner, v_ttl FROM @extschema@.sessions AS s WHERE s.id = keep_alive.session;
+    IF v_owner = keep_alive.owner AND v_ttl > @extschema@.ttl_max(@extschema@.era_mark()) THEN
+        RAISE EXCEPTION 'the session''s ttl is longer than @extschema@.max_ttl()'
+            USING ERRCODE = '22023',
+                  DETAIL = format('The session''s ttl is %s; the longest this database renews is %s.', v_ttl, @extschema@.ttl_max(@extschema@.era_mark())),
+                  HINT = 'Close it and open a session with a shorter ttl.';
+    END IF;
+    -- no such session (closed, or purged after it lapsed): lapsed
+    status := CASE WHEN v_owner IS NOT NULL AND v_owner <> keep_alive.owner THEN 'not_owner' ELSE 'lapsed' END;
+    expires_at := NULL;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era) with status ok, not_owner or lapsed, and era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list). A lapsed session is not revived.';
+
+CREATE FUNCTION @extschema@.close_session(session bigint, owner text)
+RETURNS TABLE (status text, released bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_owner   text;
+    v_expires timestamptz;
+    v_name    text;
+BEGIN
+    -- Locked, so that no name joins it meanwhile (session_acquire waits).
+    SELECT s.owner, s.expires_at INTO v_owner, v_expires
+      FROM @extschema@.sessions AS s WHERE s.id = close_session.session FOR UPDATE;
+    released := 0;
+    IF NOT FOUND OR v_owner <> close_session.owner THEN
+        status := CASE WHEN FOUND THEN 'not_owner' ELSE 'lapsed' END;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF v_expires > clock_timestamp() THEN
+        -- Every name under it is released as release() does: the epoch
+        -- advances, and whoever watches the name is told.
+        FOR v_name IN
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
+             WHERE l.session_id = close_session.session
+            RETURNING l.name
+        LOOP
+            released := released + 1;
+            IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((v_name) COLLATE "C")) THEN
+                PERFORM pg_notify('lease_released', v_name);
+            END IF;
+        END LOOP;
+        status := 'ok';
+    ELSE
+        status := 'lapsed';  -- its names lapsed with it: left for the next acquire
+    END IF;
+    DELETE FROM @extschema@.sessions AS s WHERE s.id = close_session.session;
+    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+       NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.close_session(bigint, text) IS
+    'close_session(session, owner): end the session; while it lives, every name under it is released as release() releases one; returns (status, released) with status ok, not_owner or lapsed and the count of names released.';
+
+CREATE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
+RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_ttl interval;
+BEGIN
+    -- The session lives, and stays while this transaction does (a
+    -- close_session waits for it; a keep-alive does not).
+    SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
+     WHERE s.id = session_acquire.session AND s.owner = session_acquire.owner AND s.expires_at > clock_timestamp()
+       FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'session % of "%" is not alive', session_acquire.session, session_acquire.owner
+            USING ERRCODE = '55000',
+                  DETAIL = 'It lapsed, was closed, or is another owner''s.',
+                  HINT = 'Open a new session with lease.open_session().';
+    END IF;
+    -- (not acquired in the grace: expires_at is the grace's end, as acquire's)
+    SELECT a.acquired, a.epoch, a.expires_at INTO acquired, epoch, expires_at
+      FROM @extschema@.acquire(session_acquire.name, session_acquire.owner, v_ttl, session_acquire.max_wait) AS a;
+    IF acquired THEN
+        -- Under the session from now on, its expiry the session's.
+        UPDATE @extschema@.leases AS l
+           SET session_id = session_acquire.session,
+               expires_at = (SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = session_acquire.session)
+         WHERE l.name = session_acquire.name
+        RETURNING l.expires_at INTO expires_at;
+        -- durable, as the grant: a lost move would leave the name to its
+        -- own expiry while its holder keeps the session alive
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
+        END IF;
+    ELSE
+        epoch := NULL;
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
+    'session_acquire(session, owner, name, max_wait => NULL): acquire name as acquire() does, for the session''s owner, held under the session (while it lives); returns (acquired, epoch, expires_at: the session''s; not acquired, the grace''s end in a grace, else NULL).';
+
+-- The installer owns the schema (trusted extension), and the functions run
+-- as the bootstrap superuser and find their table by the name
+-- @extschema@.leases. Were the installer to rename the schema and create a
+-- schema of that name with a table of their own (with a trigger, a default
+-- or a rule), the functions would run the installer's code as superuser.
+-- Renaming the schema of pg_lease is therefore refused; the table
+-- itself cannot be renamed, dropped or replaced by anyone but its owner.
+CREATE FUNCTION @extschema@.guard_schema() RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_event_trigger_ddl_commands() AS c
+                 JOIN pg_catalog.pg_extension AS e ON e.extnamespace = c.objid
+                 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.objid
+                WHERE c.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass
+                  AND e.extname = 'pg_lease'
+                  AND n.nspname <> 'lease') THEN
+        RAISE EXCEPTION 'the schema lease of extension pg_lease cannot be renamed'
+            USING ERRCODE = '42501',
+                  DETAIL = 'The extension''s functions run as superuser and find their table by its schema''s name.',
+                  HINT = 'Drop the extension first (DROP EXTENSION pg_lease), or leave the schema''s name alone.';
+    END IF;
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.guard_schema() IS
+    'event trigger function: refuses ALTER SCHEMA ... RENAME of the extension''s schema (see pg_lease_guard_schema).';
+
+CREATE EVENT TRIGGER pg_lease_guard_schema ON ddl_command_end
+    WHEN TAG IN ('ALTER SCHEMA')
+    EXECUTE FUNCTION @extschema@.guard_schema();
