@@ -63,9 +63,9 @@ func TestRunLocalReportsBrokenExpected(t *testing.T) {
 		}
 	}
 	// every pass of the newest version runs api against the one expected
-	// file, and so do 0.1.0, 0.2.0 and 0.4.0, whose output is the same (0.3.0
+	// file, and so do 0.1.0, 0.2.0, 0.4.0 and 0.5.0, whose output is the same (0.3.0
 	// has an expected file of its own)
-	if want := "[regress/api regress/api@0.1.0 regress/api@0.2.0 regress/api@0.4.0 regress/api@0.1.0-0.5.0 regress/api@0.2.0-0.5.0 regress/api@0.3.0-0.5.0 regress/api@0.4.0-0.5.0]"; fmt.Sprint(failed) != want {
+	if want := "[regress/api regress/api@0.1.0 regress/api@0.2.0 regress/api@0.4.0 regress/api@0.5.0 regress/api@0.1.0-0.5.1 regress/api@0.2.0-0.5.1 regress/api@0.3.0-0.5.1 regress/api@0.4.0-0.5.1 regress/api@0.5.0-0.5.1]"; fmt.Sprint(failed) != want {
 		t.Errorf("failed tests = %v; want %s\nupdate diffs:\n%s", failed, want, res.Diffs[suite.Update])
 	}
 	if !strings.Contains(res.Diffs[suite.Regress], "- deliberately_wrong") {

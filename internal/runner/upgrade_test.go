@@ -52,18 +52,18 @@ func TestUpdateCheckCatchesMistakes(t *testing.T) {
 		{"frees_a_name", func(s string) (string, error) {
 			return s + "UPDATE @extschema@.leases SET owner = NULL, expires_at = NULL WHERE name = (SELECT min(name) FROM @extschema@.leases WHERE owner IS NOT NULL);\n", nil
 		}, []string{"the lease rows changed in the update"}},
-		// (objects of the newest update, 0.4.0 to 0.5.0)
-		{"forgets_revoke", cut("REVOKE ALL ON TABLE @extschema@.sessions FROM PUBLIC"),
-			[]string{"relation lease.sessions differs", "- fresh:   acl {"}},
+		// (objects of the newest update, 0.5.0 to 0.5.1)
+		{"forgets_revoke", cut("REVOKE ALL ON FUNCTION @extschema@.limit_sync() FROM PUBLIC"),
+			[]string{"function lease.limit_sync() differs", "- fresh:   acl {"}},
 		{"extra_grant", func(s string) (string, error) {
 			return s + "GRANT SELECT ON TABLE @extschema@.eras TO PUBLIC;\n", nil
 		}, []string{"relation lease.eras differs", "=r/"}},
-		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.grace() IS"),
-			[]string{"function lease.grace() differs", "+ updated: comment none"}},
-		{"forgets_table_comment", cut("COMMENT ON TABLE @extschema@.sessions IS"),
-			[]string{"relation lease.sessions differs", "+ updated: comment none"}},
+		{"forgets_comment", cut("COMMENT ON FUNCTION @extschema@.limit_ttl() IS"),
+			[]string{"function lease.limit_ttl() differs", "+ updated: comment none"}},
+		{"forgets_trigger_comment", cut("COMMENT ON FUNCTION @extschema@.limits_changed() IS"),
+			[]string{"function lease.limits_changed() differs", "+ updated: comment none"}},
 		{"forgets_search_path", func(s string) (string, error) {
-			i := strings.Index(s, "CREATE FUNCTION @extschema@.open_session(")
+			i := strings.Index(s, "CREATE OR REPLACE FUNCTION @extschema@.open_session(")
 			j := strings.Index(s[i:], "SET search_path = pg_catalog, pg_temp\n")
 			if i < 0 || j < 0 {
 				return "", fmt.Errorf("%s: no open_session function with a search path", script)

@@ -36,6 +36,8 @@ var attack = []string{
 	// and 0.5.0's
 	`CREATE TABLE lease.sessions (id bigint PRIMARY KEY, owner text, ttl interval, expires_at timestamptz)`,
 	`CREATE FUNCTION lease.ttl_max(bigint) RETURNS interval LANGUAGE sql AS 'SELECT NULL::interval'`,
+	// and 0.5.1's
+	`CREATE FUNCTION lease.limit_ttl() RETURNS interval LANGUAGE sql AS 'SELECT NULL::interval'`,
 	`CREATE FUNCTION lease.era_grace(bigint) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
 	`CREATE FUNCTION public.attack() RETURNS trigger LANGUAGE plpgsql AS $$
 	 BEGIN
