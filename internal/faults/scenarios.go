@@ -52,7 +52,7 @@ var (
 	// goes on for the grace after the fault, so that the server that took
 	// over grants to new holders too; TestHoldersNeverOverlap in
 	// internal/safety shows what the grace is for)
-	Shipped   = Variant{Name: "0.5.0", Create: "CREATE EXTENSION pg_lease" + shortMax, Grace: shortGrace}
+	Shipped   = Variant{Name: model.PgLease.Version(), Create: "CREATE EXTENSION pg_lease" + shortMax, Grace: shortGrace}
 	V020      = Variant{Name: "0.2.0", Create: "CREATE EXTENSION pg_lease VERSION '0.2.0'"}
 	V030      = Variant{Name: "0.3.0", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'"}
 	V030Floor = Variant{Name: "0.3.0 at session", Create: "CREATE EXTENSION pg_lease VERSION '0.3.0'",

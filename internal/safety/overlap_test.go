@@ -137,7 +137,7 @@ type overlapVariant struct {
 var noSessions = []string{"ALTER EXTENSION pg_lease DROP FUNCTION lease.open_session(text, interval)", "DROP FUNCTION lease.open_session(text, interval)"}
 
 var (
-	overlapShipped = overlapVariant{name: "0.5.0", ext: "pg_lease", max: "interval '4 seconds'", safe: true}
+	overlapShipped = overlapVariant{name: model.PgLease.Version(), ext: "pg_lease", max: "interval '4 seconds'", safe: true}
 	// 0.5.0 to a client that holds each name on its own (renewals at
 	// synchronous_commit = off, one name a call): make overlap only
 	overlapPerName = overlapVariant{name: "0.5.0, names held on their own", ext: "pg_lease", max: "interval '4 seconds'", setup: noSessions, safe: true}
