@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +21,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
@@ -44,16 +43,15 @@ func server(t *testing.T) *pgserver.Server {
 	testenv.Server(t)
 	ctx := context.Background()
 	var srv *pgserver.Server
-	var err error
 	if *major == 0 {
-		srv, _, err = pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+		var err error
+		if srv, _, err = pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Stop() })
 	} else {
-		srv, err = pinned(t, *major)
+		srv = pgtest.Pinned(t, *major)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
 	create := "CREATE EXTENSION pg_lease"
 	if *version != "" {
 		create += " VERSION '" + *version + "'"
@@ -71,30 +69,6 @@ func sessions(t *testing.T, srv *pgserver.Server) bool {
 	var n int
 	queryRow(t, srv, "SELECT count(*) FROM pg_proc WHERE proname = 'open_session' AND pronamespace = 'lease'::regnamespace", nil, &n)
 	return n > 0
-}
-
-// pinned starts the pinned server build of major (unpacked from the
-// image cache into the test's directory) with pg_lease installed.
-func pinned(t *testing.T, major int) (*pgserver.Server, error) {
-	cache, err := images.DefaultCacheDir()
-	if err != nil {
-		return nil, err
-	}
-	dst := filepath.Join(t.TempDir(), "pg")
-	if err := images.Unpack(context.Background(), cache, major, dst, t.Logf); err != nil {
-		return nil, err
-	}
-	// the server runs as postgres: the tree must be reachable by it
-	for _, d := range []string{filepath.Dir(dst), filepath.Dir(filepath.Dir(dst))} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	inst := pgserver.Install{BinDir: filepath.Join(dst, "bin"), ShareDir: filepath.Join(dst, "share", "postgresql"), Major: major}
-	if err := pgserver.InstallFiles(model.PgLease, pglease.Files, inst); err != nil {
-		return nil, err
-	}
-	return pgserver.Start(context.Background(), inst, "")
 }
 
 // logs is a logger whose records a test can read.

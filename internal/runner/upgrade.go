@@ -105,9 +105,10 @@ UNION ALL
 SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0), 'member' FROM members m
 UNION ALL
 SELECT 'function ' || p.oid::regprocedure, concat_ws(E'\n',
-         -- (limit_ttl()'s body is a setting, the maximum TTL, which an
-         -- updated database keeps: its own, not a fresh install's)
-         CASE WHEN p.proname = 'limit_ttl' THEN regexp_replace(pg_get_functiondef(p.oid), 'AS \$function\$.*\$function\$', 'AS (a setting)')
+         -- (the bodies of limit_ttl() and database_floor() are settings,
+         -- the maximum TTL and the floor, which an updated database keeps:
+         -- its own, not a fresh install's)
+         CASE WHEN p.proname IN ('limit_ttl', 'database_floor') THEN regexp_replace(pg_get_functiondef(p.oid), 'AS \$function\$.*\$function\$', 'AS (a setting)')
               ELSE pg_get_functiondef(p.oid) END,
          'kind ' || p.prokind::text, 'security definer ' || p.prosecdef, 'volatility ' || p.provolatile::text,
          'strict ' || p.proisstrict, 'parallel ' || p.proparallel::text, 'leakproof ' || p.proleakproof,

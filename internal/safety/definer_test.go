@@ -3,6 +3,7 @@ package safety
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 )
 
 // The installer owns schema lease. Whatever it creates there must never be
@@ -21,21 +23,24 @@ import (
 // Every trap below counts its calls in two sequences, which no rollback
 // undoes: trap_calls every call, trap_super those made as a superuser.
 
-// definerNames are the functions the definer functions call in schema lease.
-var definerNames = []string{
-	"acquire", "renew", "release", "guard", "purge", "inspect", "list", "enter_era", "durable",
-	"database_floor", "era_mark", "era_first", "era_last", "era_grace", "ttl_max", "grace_length",
-	"max_ttl", "open_session", "keep_alive", "close_session", "session_acquire", "era_changed",
-	"current_era", "new_era", "set_floor", "set_max_ttl", "grace", "watch", "unwatch",
-	// (ownNames: the extension's own functions, above) functions of
-	// pg_catalog that the scripts call unqualified
-	"nextval", "setval", "current_setting", "set_config", "clock_timestamp", "pg_postmaster_start_time",
-	"current_database", "to_regclass", "pg_notify", "pg_try_advisory_xact_lock", "hashtext", "coalesce",
-	"greatest", "least", "pg_sequence_last_value", "to_timestamp", "format", "pg_is_in_recovery",
-	"pg_current_wal_lsn", "pg_walfile_name", "pg_control_system", "pg_extension_config_dump", "pg_sleep",
-}
-
-const ownNames = 29
+// ownNames are the extension's functions that the definer functions call
+// in schema lease; catalogNames the functions of pg_catalog that the
+// scripts call unqualified.
+var (
+	ownNames = []string{
+		"acquire", "renew", "release", "guard", "purge", "inspect", "list", "enter_era", "durable",
+		"database_floor", "era_mark", "era_first", "era_last", "era_grace", "ttl_max", "grace_length",
+		"max_ttl", "open_session", "keep_alive", "close_session", "session_acquire", "era_changed",
+		"current_era", "new_era", "set_floor", "set_max_ttl", "grace", "watch", "unwatch",
+		"limit_ttl", "limit_sync", "limits_changed",
+	}
+	catalogNames = []string{
+		"nextval", "setval", "current_setting", "set_config", "clock_timestamp", "pg_postmaster_start_time",
+		"current_database", "to_regclass", "pg_notify", "pg_try_advisory_xact_lock", "hashtext", "coalesce",
+		"greatest", "least", "pg_sequence_last_value", "to_timestamp", "format", "pg_is_in_recovery",
+		"pg_current_wal_lsn", "pg_walfile_name", "pg_control_system", "pg_extension_config_dump", "pg_sleep",
+	}
+)
 
 // trapArgs are the argument lists each name is overloaded with.
 var trapArgs = []string{"", "integer", "bigint", "numeric", "text", "numeric, boolean", "regclass, bigint",
@@ -70,10 +75,13 @@ func definerTraps(installer string, relations bool) []string {
 			s = append(s, "CREATE VIEW lease."+rel+" AS SELECT public.trap() AS last_value, true AS is_called")
 		}
 	}
-	for i, fn := range definerNames {
-		if !relations && i < ownNames {
-			continue // (an overload of the same arguments makes the install fail)
-		}
+	names := catalogNames
+	if relations {
+		// (before CREATE EXTENSION, an overload of the extension's own
+		// arguments makes the install fail)
+		names = append(slices.Clone(ownNames), catalogNames...)
+	}
+	for _, fn := range names {
 		for _, args := range trapArgs {
 			var params []string
 			for j, a := range strings.Split(args, ", ") {
@@ -210,7 +218,7 @@ func TestDefinerFunctionsRunNothingOfTheInstallers(t *testing.T) {
 	servers := map[int]*pgserver.Server{}
 	srv, _ := server(t)
 	servers[15] = srv
-	srv14, _ := pinnedServer(t, 14)
+	srv14 := pgtest.Pinned(t, 14)
 	servers[14] = srv14
 	for _, major := range []int{14, 15} {
 		srv := servers[major]
