@@ -60,7 +60,9 @@ const (
 	// sessions (pg_lease 0.5.0)
 	openSessionSQL    = "SELECT session, expires_at, era FROM lease.open_session($1, $2::interval)"
 	sessionAcquireSQL = "SELECT acquired, epoch, expires_at FROM lease.session_acquire($1, $2, $3)"
-	keepAliveSQL      = "SELECT status, expires_at, era FROM lease.keep_alive($1, $2)"
+	// released: how many of the session's names lease.release has
+	// released (pg_lease 0.5.1; NULL before), read so that it works on both
+	keepAliveSQL = "SELECT k.status, k.expires_at, k.era, (to_jsonb(k) ->> 'released')::bigint FROM lease.keep_alive($1, $2) AS k"
 	// sent before keepAliveSQL in one batch, one implicit transaction: the
 	// keep-alive commits without a flush or a wait for a synchronous
 	// standby (0.5.0's grace covers a keep-alive lost in a crash or a

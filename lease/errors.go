@@ -46,7 +46,7 @@ func (e *GraceError) Is(target error) bool { return target == ErrNotAcquired }
 type LostError struct {
 	Name   string
 	Epoch  int64
-	Reason string // not_owner, epoch_mismatch, lapsed, "deadline" (no renewal in time) or "era" (the grant lost with the server's history)
+	Reason string // not_owner, epoch_mismatch, lapsed, "deadline" (no renewal in time), "era" (the grant lost with the server's history) or "released" (released by another session that gave its owner and epoch)
 	Cause  error  // the last error of a renewal, for "deadline"
 }
 
@@ -56,6 +56,9 @@ func (e *LostError) Error() string {
 	}
 	if e.Reason == "era" {
 		return fmt.Sprintf("lease %q (epoch %d) lost: the server changed era (a failover or a restore) and no longer holds it under the client's session", e.Name, e.Epoch)
+	}
+	if e.Reason == "released" {
+		return fmt.Sprintf("lease %q (epoch %d) lost: another session released it with its owner and epoch", e.Name, e.Epoch)
 	}
 	return fmt.Sprintf("lease %q (epoch %d) lost: the server says %s", e.Name, e.Epoch, e.Reason)
 }

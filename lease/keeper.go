@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,10 @@ type keeper struct {
 	// era is the server's era as the session's last keep-alive (or its
 	// opening) reported it; touched only by them
 	era *int64
+	// released counts the session's names this client released (ok), or
+	// the server's count once the names were checked: a keep-alive that
+	// reports more means another session released one of them
+	released atomic.Int64
 	// ctx ends when the keeper does: it cancels a call in flight
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -256,13 +261,13 @@ func (k *keeper) keepAlive() {
 	k.renewSent = sent
 	k.mu.Unlock()
 	var status string
-	var era *int64
+	var era, released *int64
 	warned, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		if k.session != 0 {
 			var until *time.Time
 			b := &pgx.Batch{}
 			b.Queue(keepAliveOffSQL)
-			b.Queue(keepAliveSQL, k.session, k.owner).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &until, &era) })
+			b.Queue(keepAliveSQL, k.session, k.owner).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &until, &era, &released) })
 			return conn.SendBatch(ctx, b).Close()
 		}
 		return conn.QueryRow(ctx, renewSQL, name, k.owner, epoch, cfg.TTL).Scan(&status)
@@ -273,8 +278,15 @@ func (k *keeper) keepAlive() {
 		// before the deadline moves. (No era: the server has entered none
 		// since it started, and every grant enters one, so its names were
 		// granted before a restart or a promotion.)
-		if err = k.checkNames(); err == nil {
+		if err = k.checkNames("era"); err == nil {
 			k.era = era
+		}
+	}
+	if err == nil && status == "ok" && !warned && released != nil && *released > k.released.Load() {
+		// another session released names of this one (with their owner
+		// and epoch): those end now, before the deadline moves
+		if err = k.checkNames("released"); err == nil {
+			k.released.Store(*released)
 		}
 	}
 	k.mu.Lock()
@@ -340,7 +352,7 @@ func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 // A name the session holds under another epoch (a restore to an earlier
 // grant), or holds while the client does not (a lost release), is
 // released after the next keep-alive.
-func (k *keeper) checkNames() error {
+func (k *keeper) checkNames(why string) error {
 	looked := time.Now()
 	have := map[string]int64{}
 	_, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
@@ -357,7 +369,7 @@ func (k *keeper) checkNames() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("the server's era changed, and its names under the session could not be checked: %w", err)
+		return fmt.Errorf("the session's names could not be checked (%s): %w", why, err)
 	}
 	leases := k.held()
 	lost := 0
@@ -367,7 +379,7 @@ func (k *keeper) checkNames() error {
 			continue
 		}
 		lost++
-		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: "era"})
+		l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: why})
 		if ok {
 			k.c.leaveOver(leftover{k: k, name: l.Name, epoch: epoch})
 		}
@@ -385,7 +397,7 @@ func (k *keeper) checkNames() error {
 		}
 	}
 	k.c.mu.Unlock()
-	k.c.log.Info("pg_lease: the server's era changed; the session's names checked", "session", k.session, "names", len(leases), "lost", lost, "releases undone", undone)
+	k.c.log.Info("pg_lease: the session's names checked", "why", why, "session", k.session, "names", len(leases), "lost", lost, "releases undone", undone)
 	return nil
 }
 
@@ -567,6 +579,9 @@ func (c *Client) releaseLeftover(ctx context.Context, lo leftover) error {
 	status, err := c.releaseCall(ctx, lo.name, lo.k.owner, lo.epoch)
 	if err != nil {
 		return err
+	}
+	if status == "ok" && lo.k.session != 0 {
+		lo.k.released.Add(1)
 	}
 	c.mu.Lock()
 	if cur, ok := c.leftovers[lo.name]; ok && cur.k == lo.k && cur.epoch == lo.epoch {

@@ -227,6 +227,9 @@ func (l *Lease) release(ctx context.Context, why error) error {
 	for try := 0; try < 3; try++ {
 		var status string
 		status, err = l.c.releaseCall(ctx, l.Name, l.Owner, l.Epoch)
+		if err == nil && status == "ok" && l.k.session != 0 {
+			l.k.released.Add(1) // (the session's count on the server grew by it)
+		}
 		if err == nil {
 			if l.c.log.Enabled(ctx, slog.LevelDebug) {
 				l.c.log.Debug("pg_lease: released", "name", l.Name, "epoch", l.Epoch, "status", status)

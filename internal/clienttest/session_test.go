@@ -97,8 +97,48 @@ func TestNamesCheckedWhenTheEraChanges(t *testing.T) {
 	if err := kept.Err(); err != nil || !kept.Deadline().After(deadline) {
 		t.Errorf("the name the server still holds: Err %v, deadline %v after the other's: want it held, its deadline moved\n%s", err, kept.Deadline().Sub(deadline), lg)
 	}
-	if !strings.Contains(lg.String(), "era changed") {
+	if !strings.Contains(lg.String(), "names checked") || !strings.Contains(lg.String(), "why=era") {
 		t.Errorf("the check is not in the log:\n%s", lg)
+	}
+}
+
+// TestNamesCheckedWhenReleasedBehind: another session releases one of the
+// client's names with the owner and epoch that inspect() shows (pg_lease
+// 0.5.1 counts it in the session's keep-alive): that lease ends with
+// reason "released" at the next keep-alive, long before its deadline, and
+// the session's other name stays held. The client's own releases do not
+// end anything.
+func TestNamesCheckedWhenReleasedBehind(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	if *version != "" && *version < "0.5.1" {
+		t.Skipf("pg_lease %s's keep_alive does not count releases (0.5.1 does)", *version)
+	}
+	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
+	held := acquireAll(t, c, "kept", "gone", "mine")
+	kept, gone, mine := held[0], held[1], held[2]
+	if err := mine.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// a keep-alive first (every second): its era check, which the
+	// session's first grants call for, is done before the release
+	time.Sleep(1500 * time.Millisecond)
+	exec(t, srv, "SELECT lease.release('gone', i.owner, i.epoch) FROM lease.inspect('gone') AS i")
+	released := time.Now()
+	deadline := gone.Deadline()
+	select {
+	case <-gone.Done():
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("the lease another session released is still believed at its deadline: its keep-alives did not say\n%s", lg)
+	}
+	t.Logf("ended %v after the release, %v before its deadline", time.Since(released).Round(time.Millisecond), time.Until(deadline).Round(time.Millisecond))
+	var le *lease.LostError
+	if !errors.As(gone.Err(), &le) || le.Reason != "released" {
+		t.Errorf("Err %v; want a *lease.LostError, released", gone.Err())
+	}
+	time.Sleep(1500 * time.Millisecond) // two more keep-alives
+	if err := kept.Err(); err != nil {
+		t.Errorf("the name still held: Err %v\n%s", err, lg)
 	}
 }
 

@@ -106,6 +106,8 @@ var Packages = Packaging{
 			"A lowered maximum TTL reaches every session's next call at once",
 			"and always keeps the grace as long as the leases it allowed",
 			"A session's lease.synchronous_commit raises a database floor of session",
+			"purge never removes a name whose session a keep-alive is renewing;",
+			"keep_alive reports how many of the session's names release released",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,

@@ -63,6 +63,10 @@ var mutants = []mutant{
 	// release the fault lost stays held by the session
 	{"lostrelease", []edit{{"keeper.go", "\t\tif k.c.byName[name] == nil && !k.c.acquiring[name] {", "\t\tif false {"}},
 		"TestLostReleaseUndone", "is still the session's", nil},
+	// the keep-alive's count of released names unread: a name another
+	// session released stays believed
+	{"releasedunread", []edit{{"keeper.go", "released != nil && *released > k.released.Load()", "released != nil && false"}},
+		"TestNamesCheckedWhenReleasedBehind", "is still believed at its deadline", nil},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",

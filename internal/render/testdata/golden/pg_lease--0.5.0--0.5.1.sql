@@ -1182,8 +1182,12 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION @extschema@.keep_alive(session bigint, owner text)
-RETURNS TABLE (status text, expires_at timestamptz, era bigint)
+-- keep_alive() reports how many of the session's names release() has
+-- released (its result gains a column: dropped and made again).
+ALTER TABLE @extschema@.sessions ADD COLUMN released bigint NOT NULL DEFAULT 0;
+DROP FUNCTION @extschema@.keep_alive(bigint, text);
+CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
+RETURNS TABLE (status text, expires_at timestamptz, era bigint, released bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -1197,7 +1201,7 @@ BEGIN
        SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + s.ttl) AT TIME ZONE 'UTC')
      WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner AND s.expires_at > clock_timestamp()
        AND (@extschema@.limit_ttl() IS NULL OR s.ttl <= @extschema@.limit_ttl())
-    RETURNING 'ok', s.expires_at INTO status, expires_at;
+    RETURNING 'ok', s.expires_at, s.released INTO status, expires_at, released;
     IF FOUND THEN
         -- The era's first epoch (NULL before this run of the server has
         -- entered one), folded into the plan: a holder that sees it change
@@ -1230,6 +1234,119 @@ BEGIN
     status := CASE WHEN v_owner IS NOT NULL AND v_owner <> keep_alive.owner THEN 'not_owner' ELSE 'lapsed' END;
     expires_at := NULL;
     RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok, not_owner or lapsed; era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
+
+CREATE OR REPLACE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now     timestamptz;
+    v_owner   text;
+    v_epoch   bigint;
+    v_expires timestamptz;
+    v_session bigint;
+    v_status  text;
+BEGIN
+    LOOP
+        -- The write first, re-checking the lease in its WHERE, in a
+        -- subtransaction, so that a call that is not ok keeps no row lock
+        -- (a concurrent change makes the UPDATE lock the row's newest
+        -- version before re-checking it).
+        BEGIN
+            -- The epoch advances now, so that the old token is stale at once.
+            -- A name held on its own by its own expiry: a statement without
+            -- the read of sessions, which costs every call that has one in
+            -- its plan (18,000 instructions, the session's index opened and
+            -- locked); a name of a session (its epoch's grant fixed
+            -- session_id) by its session's expiry, in a second statement.
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1
+             WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+               AND l.session_id IS NULL AND l.expires_at > clock_timestamp();
+            -- (FOUND costs less here than a RETURNING ... INTO STRICT; one
+            -- test of it on the common path)
+            IF NOT FOUND THEN
+                -- (o: the row as it was, for its session)
+                UPDATE @extschema@.leases AS l
+                   SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
+                  FROM @extschema@.leases AS o
+                 WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
+                   AND l.session_id IS NOT NULL AND (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp() AND o.name = l.name
+                RETURNING o.session_id INTO v_session;
+                IF NOT FOUND THEN
+                    RAISE EXCEPTION USING ERRCODE = 'LS001';
+                END IF;
+                -- counted where the session's keep-alive reads it
+                UPDATE @extschema@.sessions AS s SET released = s.released + 1 WHERE s.id = v_session;
+            END IF;
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+                IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+                   IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                    PERFORM set_config('synchronous_commit', 'on', true);
+                ELSE
+                    PERFORM @extschema@.durable();
+                END IF;
+            END IF;
+            -- Someone watches the name: tell them (see watch()).
+            IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((release.name) COLLATE "C")) THEN
+                PERFORM pg_notify('lease_released', release.name);
+            END IF;
+            RETURN 'ok';
+        EXCEPTION WHEN SQLSTATE 'LS001' THEN
+            NULL;  -- not released: no lock is kept
+        END;
+        -- Not released. The arguments are checked here, not first: only
+        -- good ones can match a row (the functions store no other name,
+        -- owner or epoch), so bad ones changed nothing above, and a
+        -- release that succeeds skips the check (11,000 instructions; good
+        -- arguments pass in one expression, the checks one by one, which
+        -- say what is wrong, run only when it is not true).
+        IF (octet_length(release.name) <@ int4range(1, 1024, '[]')
+           AND octet_length(release.owner) <@ int4range(1, 1024, '[]')
+           AND release.epoch >= 1) IS NOT TRUE THEN
+            IF release.name IS NULL OR release.name = '' OR octet_length(release.name) > 1024 THEN
+                RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN release.name IS NULL THEN 'name is NULL.'
+                                        WHEN release.name = '' THEN 'name is empty.'
+                                        ELSE format('name is %s bytes long.', octet_length(release.name)) END;
+            END IF;
+            IF release.owner IS NULL OR release.owner = '' OR octet_length(release.owner) > 1024 THEN
+                RAISE EXCEPTION 'owner must be a non-empty string of at most 1024 bytes'
+                    USING ERRCODE = '22023',
+                          DETAIL = CASE WHEN release.owner IS NULL THEN 'owner is NULL.'
+                                        WHEN release.owner = '' THEN 'owner is empty.'
+                                        ELSE format('owner is %s bytes long.', octet_length(release.owner)) END;
+            END IF;
+            IF release.epoch IS NULL OR release.epoch < 1 THEN
+                RAISE EXCEPTION 'epoch must be a positive number'
+                    USING ERRCODE = '22023',
+                          DETAIL = format('epoch is %s.', coalesce(release.epoch::text, 'NULL')),
+                          HINT = 'Pass the epoch that lease.acquire returned.';
+            END IF;
+        END IF;
+        -- A plain read says why.
+        v_now := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END, l.session_id
+          INTO v_owner, v_epoch, v_expires, v_session
+          FROM @extschema@.leases AS l
+         WHERE l.name = release.name;
+        v_status := CASE WHEN v_owner IS NULL OR v_owner <> release.owner THEN 'not_owner'
+                   WHEN v_epoch <> release.epoch THEN 'epoch_mismatch'
+                   WHEN v_expires <= v_now THEN 'lapsed'
+                   ELSE 'ok' END;
+        EXIT WHEN v_status <> 'ok';  -- ok: it changed between the two; again
+    END LOOP;
+    RETURN v_status;
 END
 $function$;
 
@@ -1278,5 +1395,78 @@ BEGIN
     IF v_now IN ('off', 'local', 'remote_write') OR (v_floor = 'remote_apply' AND v_now = 'on') THEN
         PERFORM set_config('synchronous_commit', v_floor, true);
     END IF;
+END
+$function$;
+
+-- purge() waits for a keep-alive in flight before it judges a session's
+-- names.
+CREATE OR REPLACE FUNCTION @extschema@.purge(grace interval DEFAULT interval '0')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_cutoff  timestamptz;
+    v_deleted bigint;
+    v_max     bigint;
+BEGIN
+    IF purge.grace IS NULL OR NOT isfinite(purge.grace) THEN
+        RAISE EXCEPTION 'grace must be a finite interval'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', coalesce(purge.grace::text, 'NULL'));
+    END IF;
+    IF date_part('month', purge.grace) <> 0 OR date_part('year', purge.grace) <> 0 THEN
+        RAISE EXCEPTION 'grace must not have a month or year part'
+            USING ERRCODE = '22023',
+                  DETAIL = format('grace is %s: a month has no fixed length in seconds.', purge.grace),
+                  HINT = 'Give the grace in days, hours, minutes or seconds.';
+    END IF;
+    IF purge.grace < interval '0' THEN
+        RAISE EXCEPTION 'grace must not be negative'
+            USING ERRCODE = '22023', DETAIL = format('grace is %s.', purge.grace);
+    END IF;
+    -- now - grace as elapsed time, like now + ttl
+    v_cutoff := ((clock_timestamp() AT TIME ZONE 'UTC') - purge.grace) AT TIME ZONE 'UTC';
+    -- Rows another transaction has locked (a writer, a guard) are skipped,
+    -- never waited for; the rows taken are re-checked on their newest
+    -- version.
+    WITH doomed AS (
+        SELECT l.name
+          FROM @extschema@.leases AS l
+         WHERE l.owner IS NULL
+            -- a session's name lapsed by the session's expiry read again
+            -- locked, so that a keep-alive in flight is waited for and
+            -- its renewal seen (0.5.1: 0.5.0 deleted the name of a
+            -- session whose keep-alive then committed ok)
+            OR CASE WHEN (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > v_cutoff THEN false
+                    WHEN l.session_id IS NULL THEN true
+                    ELSE (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= v_cutoff END
+           FOR UPDATE OF l SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM @extschema@.leases AS l
+         USING doomed AS d
+         WHERE l.name = d.name
+        RETURNING l.epoch
+    )
+    SELECT count(*), max(deleted.epoch) INTO v_deleted, v_max FROM deleted;
+    -- Sessions lapsed as long go too (a name left under one reads as
+    -- lapsed by its own expiry, which is never later).
+    DELETE FROM @extschema@.sessions AS s
+     WHERE s.id IN (SELECT d.id FROM @extschema@.sessions AS d WHERE d.expires_at <= v_cutoff FOR UPDATE SKIP LOCKED);
+    IF v_max IS NOT NULL THEN
+        INSERT INTO @extschema@.purge_mark AS m (id, epoch) VALUES (true, v_max)
+        ON CONFLICT ON CONSTRAINT purge_mark_pkey DO UPDATE SET epoch = greatest(m.epoch, excluded.epoch);
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
+        END IF;
+    END IF;
+    RETURN v_deleted;
 END
 $function$;

@@ -877,14 +877,19 @@ BEGIN
             -- (FOUND costs less here than a RETURNING ... INTO STRICT; one
             -- test of it on the common path)
             IF NOT FOUND THEN
+                -- (o: the row as it was, for its session)
                 UPDATE @extschema@.leases AS l
                    SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
+                  FROM @extschema@.leases AS o
                  WHERE l.name = release.name AND l.owner = release.owner AND l.epoch = release.epoch
                    AND l.session_id IS NOT NULL AND (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp();
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > clock_timestamp() AND o.name = l.name
+                RETURNING o.session_id INTO v_session;
                 IF NOT FOUND THEN
                     RAISE EXCEPTION USING ERRCODE = 'LS001';
                 END IF;
+                -- counted where the session's keep-alive reads it
+                UPDATE @extschema@.sessions AS s SET released = s.released + 1 WHERE s.id = v_session;
             END IF;
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
                NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
@@ -1111,8 +1116,16 @@ BEGIN
     WITH doomed AS (
         SELECT l.name
           FROM @extschema@.leases AS l
-         WHERE l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
-                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) <= v_cutoff
+         WHERE l.owner IS NULL
+            -- a session's name lapsed by the session's expiry read again
+            -- locked, so that a keep-alive in flight is waited for and
+            -- its renewal seen (0.5.1: 0.5.0 deleted the name of a
+            -- session whose keep-alive then committed ok)
+            OR CASE WHEN (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END) > v_cutoff THEN false
+                    WHEN l.session_id IS NULL THEN true
+                    ELSE (CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id FOR SHARE), l.expires_at) END) <= v_cutoff END
            FOR UPDATE OF l SKIP LOCKED
     ), deleted AS (
         DELETE FROM @extschema@.leases AS l
@@ -1933,6 +1946,10 @@ CREATE TABLE @extschema@.sessions (
     owner      text        NOT NULL,
     ttl        interval    NOT NULL,
     expires_at timestamptz NOT NULL,
+    -- (0.5.1) how many of its names release() has released: keep_alive
+    -- reports it, so that a holder learns of a name released by another
+    -- session that knew its owner and epoch
+    released   bigint      NOT NULL DEFAULT 0,
     CONSTRAINT sessions_pkey PRIMARY KEY (id)
 )
 -- a keep-alive rewrites the row without touching its key (a HOT update)
@@ -2029,7 +2046,7 @@ COMMENT ON FUNCTION @extschema@.open_session(text, interval) IS
     'open_session(owner, ttl): a new session for owner, alive until now + ttl; returns (session, expires_at, era: as keep_alive''s). Names acquired under it (session_acquire) are held while it lives; keep_alive renews it, close_session releases every name under it.';
 
 CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
-RETURNS TABLE (status text, expires_at timestamptz, era bigint)
+RETURNS TABLE (status text, expires_at timestamptz, era bigint, released bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -2043,7 +2060,7 @@ BEGIN
        SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + s.ttl) AT TIME ZONE 'UTC')
      WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner AND s.expires_at > clock_timestamp()
        AND (@extschema@.limit_ttl() IS NULL OR s.ttl <= @extschema@.limit_ttl())
-    RETURNING 'ok', s.expires_at INTO status, expires_at;
+    RETURNING 'ok', s.expires_at, s.released INTO status, expires_at, released;
     IF FOUND THEN
         -- The era's first epoch (NULL before this run of the server has
         -- entered one), folded into the plan: a holder that sees it change
@@ -2080,7 +2097,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
-    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era) with status ok, not_owner or lapsed, and era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list). A lapsed session is not revived.';
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok, not_owner or lapsed; era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
 
 CREATE FUNCTION @extschema@.close_session(session bigint, owner text)
 RETURNS TABLE (status text, released bigint)
