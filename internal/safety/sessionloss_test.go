@@ -2,10 +2,12 @@ package safety
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
@@ -142,5 +144,52 @@ func TestSessionKeepsItsNames(t *testing.T) {
 	}
 	if r := releasedBehind(t, srv, "behind_old", "0.5.0"); r != nil {
 		t.Errorf("0.5.0's keep-alive reports released = %d: the test proves nothing", *r)
+	}
+}
+
+// secondSession runs finding 11's second half in a database of version:
+// one owner's two sessions, the first holding a name, the second
+// session_acquire()s it. It returns the error's SQLSTATE ("" if none) and
+// the session the name is under afterwards.
+func secondSession(t *testing.T, srv *pgserver.Server, db, version string) (code string, under int64, first int64) {
+	t.Helper()
+	ctx := context.Background()
+	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
+	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'")
+	conn := connect(t, srv.DSN(db))
+	var second int64
+	if err := conn.QueryRow(ctx, "SELECT (SELECT session FROM lease.open_session('h', interval '10 seconds')), (SELECT session FROM lease.open_session('h', interval '10 seconds'))").Scan(&first, &second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM lease.session_acquire($1, 'h', 'n')", first); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.Exec(ctx, "SELECT * FROM lease.session_acquire($1, 'h', 'n')", second)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		code = pe.Code
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT session_id FROM lease.leases WHERE name = 'n'").Scan(&under); err != nil {
+		t.Fatal(err)
+	}
+	return code, under, first
+}
+
+// TestSessionAcquireMovesOnlyItsOwn: session_acquire() never moves a name
+// from another session (of the same owner) under its own: it refuses with
+// 55000 and the name stays where it was. 0.5.0, the broken variant, moved
+// it silently, and the first session's keep-alives kept nothing.
+func TestSessionAcquireMovesOnlyItsOwn(t *testing.T) {
+	srv, _ := server(t)
+	v := model.PgLease.Version()
+	if code, under, first := secondSession(t, srv, "second_new", v); code != "55000" || under != first {
+		t.Errorf("%s: the second session's session_acquire gave %q and left the name under session %d; want 55000 and session %d", v, code, under, first)
+	}
+	code, under, first := secondSession(t, srv, "second_old", "0.5.0")
+	t.Logf("0.5.0: session_acquire gave %q; the name went from session %d to %d", code, first, under)
+	if code != "" || under == first {
+		t.Errorf("0.5.0 did not move the name (%q, %d): the test proves nothing", code, under)
 	}
 }
