@@ -108,6 +108,7 @@ var Packages = Packaging{
 			"A session's lease.synchronous_commit raises a database floor of session",
 			"purge never removes a name whose session a keep-alive is renewing;",
 			"keep_alive reports how many of the session's names release released",
+			"The installer's own pg_dump and pg_restore carry every lease and epoch",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,

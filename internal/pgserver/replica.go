@@ -324,7 +324,12 @@ func (s *Server) PauseWALWriter(ctx context.Context) (int, error) {
 
 // Dump is pg_dump of database db in the custom format, into file.
 func (s *Server) Dump(ctx context.Context, db, file string) error {
-	if out, err := s.run(ctx, "pg_dump", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-Fc", "-f", file, db); err != nil {
+	return s.DumpAs(ctx, s.User, db, file)
+}
+
+// DumpAs is Dump run as role user.
+func (s *Server) DumpAs(ctx context.Context, user, db, file string) error {
+	if out, err := s.run(ctx, "pg_dump", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", user, "-Fc", "-f", file, db); err != nil {
 		return fmt.Errorf("pg_dump: %w\n%s", err, out)
 	}
 	return nil
@@ -335,7 +340,13 @@ func (s *Server) Restore(ctx context.Context, db, file string) error {
 	if err := Exec(ctx, s.DSN("postgres"), "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		return err
 	}
-	if out, err := s.run(ctx, "pg_restore", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", s.User, "-d", db, "--exit-on-error", file); err != nil {
+	return s.RestoreAs(ctx, s.User, db, file)
+}
+
+// RestoreAs restores a custom-format dump into database db, which exists,
+// as role user, stopping at the first error.
+func (s *Server) RestoreAs(ctx context.Context, user, db, file string) error {
+	if out, err := s.run(ctx, "pg_restore", "-h", s.Dir, "-p", strconv.Itoa(s.Port), "-U", user, "-d", db, "--exit-on-error", file); err != nil {
 		return fmt.Errorf("pg_restore: %w\n%s", err, out)
 	}
 	return nil

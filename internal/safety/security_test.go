@@ -119,8 +119,10 @@ func TestInstallerCannotRunCodeAsSuperuser(t *testing.T) {
 	}
 }
 
-// TestOtherRolesAreRefused: PUBLIC and the installer cannot read or write
-// the table; a role whose EXECUTE a DBA revoked is refused.
+// TestOtherRolesAreRefused: PUBLIC cannot read or write the table; the
+// installer reads it (for its own pg_dump, 0.5.1) but, once the database
+// has granted, cannot write it; a role whose EXECUTE a DBA revoked is
+// refused.
 func TestOtherRolesAreRefused(t *testing.T) {
 	srv, _ := server(t)
 	ctx := context.Background()
@@ -128,7 +130,8 @@ func TestOtherRolesAreRefused(t *testing.T) {
 	dsn := strings.Replace(srv.DSN("postgres"), "dbname=postgres", "dbname=roles", 1)
 	mustExec(t, dsn, "CREATE ROLE roles_app LOGIN", "CREATE ROLE roles_other LOGIN",
 		"REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA lease FROM PUBLIC",
-		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA lease TO roles_app")
+		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA lease TO roles_app",
+		"SELECT lease.acquire('first', 'superuser', interval '10 seconds')")
 	for _, role := range []string{"roles_installer", "roles_other"} {
 		for _, sql := range []string{
 			"SELECT count(*) FROM lease.leases",
@@ -138,7 +141,11 @@ func TestOtherRolesAreRefused(t *testing.T) {
 		} {
 			_, err := conn.Exec(ctx, "SET ROLE "+role+"; "+sql)
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "42501" {
+			if role == "roles_installer" && strings.HasPrefix(sql, "SELECT") {
+				if err != nil {
+					t.Errorf("%s: %s: %v; want it read (its own pg_dump reads it)", role, sql, err)
+				}
+			} else if !errors.As(err, &pe) || pe.Code != "42501" {
 				t.Errorf("%s: %s: %v; want 42501", role, sql, err)
 			}
 			conn.Exec(ctx, "RESET ROLE")

@@ -1470,3 +1470,125 @@ BEGIN
     RETURN v_deleted;
 END
 $function$;
+
+-- session_acquire() moves only the grant acquire() answered, and never
+-- from another session.
+CREATE OR REPLACE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
+RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_ttl   interval;
+    v_other bigint;  -- the session another holding of the name is under
+BEGIN
+    -- The session lives, and stays while this transaction does (a
+    -- close_session waits for it; a keep-alive does not).
+    SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
+     WHERE s.id = session_acquire.session AND s.owner = session_acquire.owner AND s.expires_at > clock_timestamp()
+       FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'session % of "%" is not alive', session_acquire.session, session_acquire.owner
+            USING ERRCODE = '55000',
+                  DETAIL = 'It lapsed, was closed, or is another owner''s.',
+                  HINT = 'Open a new session with lease.open_session().';
+    END IF;
+    -- (not acquired in the grace: expires_at is the grace's end, as acquire's)
+    SELECT a.acquired, a.epoch, a.expires_at INTO acquired, epoch, expires_at
+      FROM @extschema@.acquire(session_acquire.name, session_acquire.owner, v_ttl, session_acquire.max_wait) AS a;
+    IF acquired THEN
+        -- Under the session from now on, its expiry the session's: the
+        -- grant acquire() answered (its owner and epoch: a re-acquire
+        -- takes no lock, and the name may have changed hands since), held
+        -- on its own or under this session (0.5.1: 0.5.0 moved whatever
+        -- row had the name, from another session too).
+        UPDATE @extschema@.leases AS l
+           SET session_id = session_acquire.session,
+               expires_at = (SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = session_acquire.session)
+         WHERE l.name = session_acquire.name AND l.owner = session_acquire.owner AND l.epoch = session_acquire.epoch
+           AND (l.session_id IS NULL OR l.session_id = session_acquire.session)
+        RETURNING l.expires_at INTO expires_at;
+        IF NOT FOUND THEN
+            SELECT l.session_id INTO v_other FROM @extschema@.leases AS l
+             WHERE l.name = session_acquire.name AND l.owner = session_acquire.owner AND l.epoch = session_acquire.epoch;
+            IF v_other IS NOT NULL THEN
+                RAISE EXCEPTION 'lease "%" is held by "%" under another session (%)', session_acquire.name, session_acquire.owner, v_other
+                    USING ERRCODE = '55000',
+                          DETAIL = 'A name is held under one session at a time.',
+                          HINT = 'Release it from that session first, or give each session an owner of its own.';
+            END IF;
+            -- it changed hands after acquire() read it: not acquired
+            acquired := false;
+            epoch := NULL;
+            expires_at := NULL;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        -- durable, as the grant: a lost move would leave the name to its
+        -- own expiry while its holder keeps the session alive
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+            IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+               IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            ELSE
+                PERFORM @extschema@.durable();
+            END IF;
+        END IF;
+    ELSE
+        epoch := NULL;
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
+
+-- The installer's own pg_dump and pg_restore carry the state (0.5.1): it
+-- may read the tables the dump carries, and write them only while the
+-- database has never granted (a restore into a fresh install; every grant
+-- enters an era first), which the trigger restore_only checks. Its
+-- restored rows are another database's: the first grant after the restore
+-- enters a generation above them, with the grace.
+GRANT SELECT, INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
+    @extschema@.limits, @extschema@.sessions TO @extowner@;
+GRANT SELECT, UPDATE ON SEQUENCE @extschema@.session_ids TO @extowner@;
+
+CREATE FUNCTION @extschema@.restore_only()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    -- (as the role that writes: its own rights, and current_user its own)
+    IF EXISTS (SELECT FROM @extschema@.eras AS r
+                WHERE NOT r.installed AND r.home = '@extschema@.eras'::regclass
+                  AND r.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+       AND NOT (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = current_user) THEN
+        RAISE EXCEPTION 'permission denied for table %', TG_TABLE_NAME
+            USING ERRCODE = '42501',
+                  DETAIL = 'The pg_lease tables take rows directly only in a restore into a database that has not granted yet.',
+                  HINT = 'Restore into a fresh database where pg_lease was just created, or use the pg_lease functions.';
+    END IF;
+    RETURN NULL;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.restore_only() IS
+    'internal: trigger function: a role other than the functions'' owner writes the tables only in a restore into a database that has not granted yet';
+
+REVOKE ALL ON FUNCTION @extschema@.restore_only() FROM PUBLIC;
+
+-- (statement triggers, skipped for the functions' own writes: they run
+-- as the role that installed this script)
+DO $do$
+DECLARE
+    v_table text;
+BEGIN
+    FOREACH v_table IN ARRAY ARRAY['leases', 'purge_mark', 'eras', 'limits', 'sessions'] LOOP
+        EXECUTE format('CREATE TRIGGER restore_only BEFORE INSERT ON @extschema@.%I FOR EACH STATEMENT'
+                       ' WHEN (CURRENT_USER OPERATOR(pg_catalog.<>) %L::pg_catalog.name)'
+                       ' EXECUTE FUNCTION @extschema@.restore_only()', v_table, current_user);
+        EXECUTE format('ALTER TABLE @extschema@.%I ENABLE ALWAYS TRIGGER restore_only', v_table);
+    END LOOP;
+END
+$do$;
