@@ -189,3 +189,36 @@ func TestDocCommandsExist(t *testing.T) {
 		t.Errorf("found only %d pglease-gen invocations in the docs; the pattern no longer matches them", seen)
 	}
 }
+
+// runLog finds what belongs in bench/results/, not in user docs: a date
+// (a run's) and a commit hash (7 to 40 hex digits with a letter and a
+// digit among them).
+var (
+	runDate    = regexp.MustCompile(`\b20\d\d-\d\d-\d\d\b`)
+	commitHash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+)
+
+// TestDocsHoldNoRunLog: docs/ says how to use pg_lease and what holds; the
+// runs behind it, with their dates and commits, live in bench/results/.
+func TestDocsHoldNoRunLog(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs found (%v)", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if m := runDate.FindString(l); m != "" {
+				t.Errorf("%s:%d: a date (%s): a run's date belongs in bench/results/", filepath.Base(f), i+1, m)
+			}
+			for _, m := range commitHash.FindAllString(l, -1) {
+				if strings.ContainsAny(m, "abcdef") && strings.ContainsAny(m, "0123456789") {
+					t.Errorf("%s:%d: a commit (%s): name what changed, and keep the run in bench/results/", filepath.Base(f), i+1, m)
+				}
+			}
+		}
+	}
+}
