@@ -147,16 +147,7 @@ func definerRun(t *testing.T, srv *pgserver.Server, db, version string, early bo
 		"CREATE DATABASE "+db,
 		"GRANT CREATE ON DATABASE "+db+" TO "+installer)
 	mustExec(t, srv.DSN(db), "GRANT CREATE ON SCHEMA public TO "+installer)
-	cfg, err := pgx.ParseConfig(srv.DSN(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.User = installer
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connectAs(t, srv.DSN(db), installer)
 	set := func() {
 		for _, sql := range definerTraps(installer, !early) {
 			conn.Exec(ctx, sql) // a name the extension has already fails

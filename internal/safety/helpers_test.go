@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,4 +64,44 @@ func variant(t testing.TB, inst pgserver.Install, name string, edit func(string)
 		t.Fatal(err)
 	}
 	t.Cleanup(remove)
+}
+
+// connectAs connects to dsn as role (the throwaway servers trust their
+// local connections).
+func connectAs(t testing.TB, dsn, role string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User = role
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// waitLocked returns once a statement that contains what is seen waiting
+// for a lock, or once done has a value (put back): a test that needs a
+// statement to wait makes sure it does, or that it did not have to.
+func waitLocked(t testing.TB, conn *pgx.Conn, what string, done chan error) {
+	t.Helper()
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		var waiting bool
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) > 0 FROM pg_stat_activity
+		                                               WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, what).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+	}
 }

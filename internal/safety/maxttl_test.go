@@ -124,20 +124,7 @@ func graceAfter(t *testing.T, srv *pgserver.Server, db, version string, inFlight
 	if inFlight {
 		// the grant commits once set_max_ttl() has begun: 0.5.1's waits
 		// for its lock (seen waiting), 0.5.0's returns without waiting
-		watch := connect(t, srv.DSN(db))
-		for waiting := false; !waiting; {
-			select {
-			case err := <-done:
-				done <- err // (0.5.0: it did not wait)
-				waiting = true
-				continue
-			case <-time.After(20 * time.Millisecond):
-			}
-			if err := watch.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
-			                                 WHERE wait_event_type = 'Lock' AND query LIKE '%set_max_ttl%'`).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-		}
+		waitLocked(t, connect(t, srv.DSN(db)), "set_max_ttl", done)
 		if err := holder.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}

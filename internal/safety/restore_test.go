@@ -14,22 +14,6 @@ import (
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
-// installerConn connects to db as role.
-func installerConn(t *testing.T, srv *pgserver.Server, db, role string) *pgx.Conn {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(srv.DSN(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.User = role
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
 // installerRoundTrip: the installer (CREATE on two databases) installs
 // version in the first, gives a name two holders (epoch 2) and a session a
 // name, dumps it with pg_dump and restores it into the second with
@@ -42,7 +26,7 @@ func installerRoundTrip(t *testing.T, srv *pgserver.Server, prefix, version stri
 	mustExec(t, srv.DSN("postgres"), "CREATE ROLE "+role+" LOGIN",
 		"CREATE DATABASE "+src, "GRANT CREATE ON DATABASE "+src+" TO "+role,
 		"CREATE DATABASE "+dst, "GRANT CREATE ON DATABASE "+dst+" TO "+role)
-	conn := installerConn(t, srv, src, role)
+	conn := connectAs(t, srv.DSN(src), role)
 	for _, sql := range []string{
 		"CREATE EXTENSION " + model.PgLease.Name + " VERSION '" + version + "'",
 		"SELECT lease.set_max_ttl(interval '3 seconds')",
@@ -62,7 +46,7 @@ func installerRoundTrip(t *testing.T, srv *pgserver.Server, prefix, version stri
 	if err := srv.RestoreAs(ctx, role, dst, file); err != nil {
 		return nil, err
 	}
-	return installerConn(t, srv, dst, role), nil
+	return connectAs(t, srv.DSN(dst), role), nil
 }
 
 // TestInstallerDumpRestoreKeepsEpochs: the installer's own pg_dump and

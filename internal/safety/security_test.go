@@ -56,17 +56,8 @@ func installerSession(t *testing.T, dsn, db, ext string) *pgx.Conn {
 		"CREATE ROLE "+db+"_installer LOGIN",
 		"CREATE DATABASE "+db,
 		"GRANT CREATE ON DATABASE "+db+" TO "+db+"_installer")
-	cfg, err := pgx.ParseConfig(strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
 	mustExec(t, strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1), "GRANT CREATE ON SCHEMA public TO "+db+"_installer")
-	cfg.User = db + "_installer"
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := connectAs(t, strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1), db+"_installer")
 	if _, err := conn.Exec(context.Background(), "CREATE EXTENSION "+ext); err != nil {
 		t.Fatalf("the installer cannot install %s: %v", ext, err)
 	}

@@ -13,29 +13,6 @@ import (
 	"github.com/pglease/pglease-gen/internal/pgserver"
 )
 
-// waitLocked returns once a statement that contains what is seen waiting
-// for a lock, or once done has a value (put back): a test that needs a
-// statement to wait makes sure it does, or that it did not have to.
-func waitLocked(t *testing.T, conn *pgx.Conn, what string, done chan error) {
-	t.Helper()
-	for {
-		select {
-		case err := <-done:
-			done <- err
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-		var waiting bool
-		if err := conn.QueryRow(context.Background(), `SELECT count(*) > 0 FROM pg_stat_activity
-		                                               WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, what).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			return
-		}
-	}
-}
-
 // purgeDuringKeepAlive runs finding 4 of 0.5.1's review in a database of
 // version: a session of 4 s holds a name; its keep-alive runs and has not
 // committed when the session's old expiry passes and purge() runs; then the
