@@ -75,7 +75,7 @@ var mutants = []mutant{
 	// a renewal timer that forgets the leases not yet due (without
 	// sessions: under one, the session is the one thing renewed)
 	{"forget", []edit{{"keeper.go", "\tif !first.IsZero() {\n\t\tc.renewWhen = first", "\tif false {\n\t\tc.renewWhen = first"}},
-		"TestManyLeasesKeptAlive", "its renewal was late", perName},
+		"TestRenewalTimerServesLaterLeases", "its renewal was late", perName},
 	// an acquire lost with its connection looked at before the session
 	// that sent it is done: its grant commits after the look
 	// (reported as not granted; the test sees the stray grant on the
