@@ -39,6 +39,7 @@ var (
 		"current_database", "to_regclass", "pg_notify", "pg_try_advisory_xact_lock", "hashtext", "coalesce",
 		"greatest", "least", "pg_sequence_last_value", "to_timestamp", "format", "pg_is_in_recovery",
 		"pg_current_wal_lsn", "pg_walfile_name", "pg_control_system", "pg_extension_config_dump", "pg_sleep",
+		"gen_random_uuid", "md5", "substr",
 	}
 )
 

@@ -46,8 +46,8 @@ SELECT acquired, epoch, expires_at = lease.grace() AS grace_reported FROM lease.
 SELECT status FROM lease.renew('g1', 'a', 1, interval '1 minute');
 -- nobody new: not the released name, not a new one, not under a session
 SELECT acquired, epoch FROM lease.acquire('g2', 'b', interval '1 minute');
-SELECT session FROM lease.open_session('s', interval '1 minute');
-SELECT acquired, epoch, expires_at = lease.grace() AS grace_reported FROM lease.session_acquire(1, 's', 'g4');
+SELECT session AS s FROM lease.open_session('s', interval '1 minute') \gset
+SELECT acquired, epoch, expires_at = lease.grace() AS grace_reported FROM lease.session_acquire(:s, 's', 'g4');
 -- a blocking acquire waits for the grace within max_wait
 SELECT acquired FROM lease.acquire('g4', 'b', interval '1 minute', interval '10 milliseconds');
 -- the grace over: grants again, in the new era

@@ -200,7 +200,68 @@ $function$;
 -- A database whose schema lease held the installer's objects before
 -- CREATE EXTENSION may have a default and a check that chose them: both
 -- again, naming pg_catalog's.
-ALTER TABLE @extschema@.sessions ALTER COLUMN id SET DEFAULT pg_catalog.nextval('@extschema@.session_ids'::pg_catalog.regclass);
+ALTER TABLE @extschema@.sessions ALTER COLUMN id SET DEFAULT ('x'::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::pg_catalog.text), 1, 15))::pg_catalog.bit(60)::pg_catalog.int8;
+
+-- Session ids are random (the owner is no secret: inspect() shows it), and
+-- a session of another owner answers as one that does not exist.
+-- (first out of the extension, which takes it off the list of what
+-- pg_dump dumps, then dropped)
+ALTER EXTENSION pg_lease DROP SEQUENCE @extschema@.session_ids;
+DROP SEQUENCE @extschema@.session_ids;
+CREATE OR REPLACE FUNCTION @extschema@.close_session(session bigint, owner text)
+RETURNS TABLE (status text, released bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_expires timestamptz;
+    v_name    text;
+BEGIN
+    -- Locked, so that no name joins it meanwhile (session_acquire waits).
+    SELECT s.expires_at INTO v_expires
+      FROM @extschema@.sessions AS s
+     WHERE s.id = close_session.session AND s.owner = close_session.owner FOR UPDATE;
+    released := 0;
+    IF NOT FOUND THEN
+        -- none of this id and owner: lapsed, as keep_alive answers
+        status := 'lapsed';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF v_expires > clock_timestamp() THEN
+        -- Every name under it is released as release() does: the epoch
+        -- advances, and whoever watches the name is told.
+        FOR v_name IN
+            UPDATE @extschema@.leases AS l
+               SET owner = NULL, expires_at = NULL, epoch = l.epoch + 1, session_id = NULL
+             WHERE l.session_id = close_session.session
+            RETURNING l.name
+        LOOP
+            released := released + 1;
+            IF NOT pg_try_advisory_xact_lock(1818583411, hashtext((v_name) COLLATE "C")) THEN
+                PERFORM pg_notify('lease_released', v_name);
+            END IF;
+        END LOOP;
+        status := 'ok';
+    ELSE
+        status := 'lapsed';  -- its names lapsed with it: left for the next acquire
+    END IF;
+    DELETE FROM @extschema@.sessions AS s WHERE s.id = close_session.session;
+    IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+       NOT IN ('onon', 'ononon', 'remote_applyon', 'offsession', 'onsession', 'localsession', 'remote_writesession', 'remote_applysession') THEN
+        IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
+           IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        ELSE
+            PERFORM @extschema@.durable();
+        END IF;
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.close_session(bigint, text) IS
+    'close_session(session, owner): end the session; while it lives, every name under it is released as release() releases one; returns (status, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed) and the count of names released.';
 ALTER TABLE @extschema@.eras DROP CONSTRAINT eras_band_check,
     ADD CONSTRAINT eras_band_check CHECK (home = 0::oid OR (
         base_timeline IS NOT NULL AND generation BETWEEN 0 AND 1023 AND timeline - base_timeline BETWEEN 0 AND 255
@@ -1050,7 +1111,9 @@ BEGIN
             END IF;
         END IF;
         IF status = 'ok' AND v_session IS NOT NULL THEN
-            RAISE EXCEPTION 'lease "%" is held under session %', renew.name, v_session
+            -- (no id: the owner and epoch are anyone's to read, a
+            -- session's id is its holder's alone)
+            RAISE EXCEPTION 'lease "%" is held under a session', renew.name
                 USING ERRCODE = '55000',
                       DETAIL = 'A name held under a session lives as long as the session.',
                       HINT = 'Keep the session alive with lease.keep_alive().';
@@ -1192,7 +1255,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_owner text;
     v_ttl   interval;
 BEGIN
     -- One row, whatever the number of names; committed at the session's
@@ -1223,22 +1285,25 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    SELECT s.owner, s.ttl INTO v_owner, v_ttl FROM @extschema@.sessions AS s WHERE s.id = keep_alive.session;
-    IF v_owner = keep_alive.owner AND v_ttl > @extschema@.limit_ttl() THEN
+    SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
+     WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner;
+    IF v_ttl > @extschema@.limit_ttl() THEN
         RAISE EXCEPTION 'the session''s ttl is longer than @extschema@.max_ttl()'
             USING ERRCODE = '22023',
                   DETAIL = format('The session''s ttl is %s; the longest this database renews is %s.', v_ttl, @extschema@.limit_ttl()),
                   HINT = 'Close it and open a session with a shorter ttl.';
     END IF;
-    -- no such session (closed, or purged after it lapsed): lapsed
-    status := CASE WHEN v_owner IS NOT NULL AND v_owner <> keep_alive.owner THEN 'not_owner' ELSE 'lapsed' END;
+    -- no live session of this id and owner (lapsed, closed, purged, or
+    -- none): lapsed, one answer for all (0.5.1; 0.5.0 said not_owner for
+    -- another owner's, which told a caller that the id was in use)
+    status := 'lapsed';
     expires_at := NULL;
     RETURN NEXT;
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
-    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok, not_owner or lapsed; era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed); era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
 
 CREATE OR REPLACE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
 RETURNS text
@@ -1488,7 +1553,7 @@ BEGIN
      WHERE s.id = session_acquire.session AND s.owner = session_acquire.owner AND s.expires_at > clock_timestamp()
        FOR KEY SHARE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'session % of "%" is not alive', session_acquire.session, session_acquire.owner
+        RAISE EXCEPTION 'the session of "%" is not alive', session_acquire.owner
             USING ERRCODE = '55000',
                   DETAIL = 'It lapsed, was closed, or is another owner''s.',
                   HINT = 'Open a new session with lease.open_session().';
@@ -1512,7 +1577,8 @@ BEGIN
             SELECT l.session_id INTO v_other FROM @extschema@.leases AS l
              WHERE l.name = session_acquire.name AND l.owner = session_acquire.owner AND l.epoch = session_acquire.epoch;
             IF v_other IS NOT NULL THEN
-                RAISE EXCEPTION 'lease "%" is held by "%" under another session (%)', session_acquire.name, session_acquire.owner, v_other
+                -- (no id: whoever gives an owner may open a session)
+                RAISE EXCEPTION 'lease "%" is held by "%" under another session', session_acquire.name, session_acquire.owner
                     USING ERRCODE = '55000',
                           DETAIL = 'A name is held under one session at a time.',
                           HINT = 'Release it from that session first, or give each session an owner of its own.';
@@ -1551,7 +1617,6 @@ $function$;
 -- enters a generation above them, with the grace.
 GRANT SELECT, INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
     @extschema@.limits, @extschema@.sessions TO @extowner@;
-GRANT SELECT, UPDATE ON SEQUENCE @extschema@.session_ids TO @extowner@;
 
 CREATE FUNCTION @extschema@.restore_only()
 RETURNS trigger

@@ -830,7 +830,9 @@ BEGIN
             END IF;
         END IF;
         IF status = 'ok' AND v_session IS NOT NULL THEN
-            RAISE EXCEPTION 'lease "%" is held under session %', renew.name, v_session
+            -- (no id: the owner and epoch are anyone's to read, a
+            -- session's id is its holder's alone)
+            RAISE EXCEPTION 'lease "%" is held under a session', renew.name
                 USING ERRCODE = '55000',
                       DETAIL = 'A name held under a session lives as long as the session.',
                       HINT = 'Keep the session alive with lease.keep_alive().';
@@ -1937,12 +1939,11 @@ COMMENT ON FUNCTION @extschema@.grace() IS
 -- Sessions: a lease of its own (owner, ttl, expiry) that names are held
 -- under. One keep-alive renews the session, and so every name under it;
 -- closing it releases them; a session that lapses takes them with it.
-CREATE SEQUENCE @extschema@.session_ids;
-
-REVOKE ALL ON SEQUENCE @extschema@.session_ids FROM PUBLIC;
-
+-- Its id is random (0.5.1): the owner is no secret (inspect() shows it),
+-- so the id is what keeps another role from closing, keeping alive or
+-- acquiring under a session it did not open.
 CREATE TABLE @extschema@.sessions (
-    id         bigint      NOT NULL DEFAULT pg_catalog.nextval('@extschema@.session_ids'::pg_catalog.regclass),
+    id         bigint      NOT NULL DEFAULT ('x'::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::pg_catalog.text), 1, 15))::pg_catalog.bit(60)::pg_catalog.int8,
     owner      text        NOT NULL,
     ttl        interval    NOT NULL,
     expires_at timestamptz NOT NULL,
@@ -1961,7 +1962,6 @@ COMMENT ON TABLE @extschema@.sessions IS
 REVOKE ALL ON TABLE @extschema@.sessions FROM PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sessions', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.session_ids', '');
 
 -- the names of a session, for close_session()
 CREATE INDEX leases_session ON @extschema@.leases (session_id) WHERE session_id IS NOT NULL;
@@ -2051,7 +2051,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_owner text;
     v_ttl   interval;
 BEGIN
     -- One row, whatever the number of names; committed at the session's
@@ -2082,22 +2081,25 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    SELECT s.owner, s.ttl INTO v_owner, v_ttl FROM @extschema@.sessions AS s WHERE s.id = keep_alive.session;
-    IF v_owner = keep_alive.owner AND v_ttl > @extschema@.limit_ttl() THEN
+    SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
+     WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner;
+    IF v_ttl > @extschema@.limit_ttl() THEN
         RAISE EXCEPTION 'the session''s ttl is longer than @extschema@.max_ttl()'
             USING ERRCODE = '22023',
                   DETAIL = format('The session''s ttl is %s; the longest this database renews is %s.', v_ttl, @extschema@.limit_ttl()),
                   HINT = 'Close it and open a session with a shorter ttl.';
     END IF;
-    -- no such session (closed, or purged after it lapsed): lapsed
-    status := CASE WHEN v_owner IS NOT NULL AND v_owner <> keep_alive.owner THEN 'not_owner' ELSE 'lapsed' END;
+    -- no live session of this id and owner (lapsed, closed, purged, or
+    -- none): lapsed, one answer for all (0.5.1; 0.5.0 said not_owner for
+    -- another owner's, which told a caller that the id was in use)
+    status := 'lapsed';
     expires_at := NULL;
     RETURN NEXT;
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
-    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok, not_owner or lapsed; era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
+    'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed); era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
 
 CREATE FUNCTION @extschema@.close_session(session bigint, owner text)
 RETURNS TABLE (status text, released bigint)
@@ -2105,16 +2107,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_owner   text;
     v_expires timestamptz;
     v_name    text;
 BEGIN
     -- Locked, so that no name joins it meanwhile (session_acquire waits).
-    SELECT s.owner, s.expires_at INTO v_owner, v_expires
-      FROM @extschema@.sessions AS s WHERE s.id = close_session.session FOR UPDATE;
+    SELECT s.expires_at INTO v_expires
+      FROM @extschema@.sessions AS s
+     WHERE s.id = close_session.session AND s.owner = close_session.owner FOR UPDATE;
     released := 0;
-    IF NOT FOUND OR v_owner <> close_session.owner THEN
-        status := CASE WHEN FOUND THEN 'not_owner' ELSE 'lapsed' END;
+    IF NOT FOUND THEN
+        -- none of this id and owner: lapsed, as keep_alive answers
+        status := 'lapsed';
         RETURN NEXT;
         RETURN;
     END IF;
@@ -2151,7 +2154,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.close_session(bigint, text) IS
-    'close_session(session, owner): end the session; while it lives, every name under it is released as release() releases one; returns (status, released) with status ok, not_owner or lapsed and the count of names released.';
+    'close_session(session, owner): end the session; while it lives, every name under it is released as release() releases one; returns (status, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed) and the count of names released.';
 
 CREATE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
 RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
@@ -2168,7 +2171,7 @@ BEGIN
      WHERE s.id = session_acquire.session AND s.owner = session_acquire.owner AND s.expires_at > clock_timestamp()
        FOR KEY SHARE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'session % of "%" is not alive', session_acquire.session, session_acquire.owner
+        RAISE EXCEPTION 'the session of "%" is not alive', session_acquire.owner
             USING ERRCODE = '55000',
                   DETAIL = 'It lapsed, was closed, or is another owner''s.',
                   HINT = 'Open a new session with lease.open_session().';
@@ -2192,7 +2195,8 @@ BEGIN
             SELECT l.session_id INTO v_other FROM @extschema@.leases AS l
              WHERE l.name = session_acquire.name AND l.owner = session_acquire.owner AND l.epoch = session_acquire.epoch;
             IF v_other IS NOT NULL THEN
-                RAISE EXCEPTION 'lease "%" is held by "%" under another session (%)', session_acquire.name, session_acquire.owner, v_other
+                -- (no id: whoever gives an owner may open a session)
+                RAISE EXCEPTION 'lease "%" is held by "%" under another session', session_acquire.name, session_acquire.owner
                     USING ERRCODE = '55000',
                           DETAIL = 'A name is held under one session at a time.',
                           HINT = 'Release it from that session first, or give each session an owner of its own.';
@@ -2233,7 +2237,6 @@ COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
 -- enters a generation above them, with the grace.
 GRANT SELECT, INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
     @extschema@.limits, @extschema@.sessions TO @extowner@;
-GRANT SELECT, UPDATE ON SEQUENCE @extschema@.session_ids TO @extowner@;
 
 CREATE FUNCTION @extschema@.restore_only()
 RETURNS trigger
