@@ -58,6 +58,33 @@ type keeper struct {
 	// failures counts the renewals that failed in a row (only the first
 	// of a run is logged as a warning)
 	failures int
+	// looked is when the last check of the session's names looked at the
+	// server, have what it found (name: epoch) and lookWhy why it looked:
+	// a grant sent before that look and added after it is checked by add
+	looked  time.Time
+	have    map[string]int64
+	lookWhy string
+	// touched is when the last grant or release under the session was
+	// sent: while the server reports no era, a keep-alive checks the
+	// names only when one was sent since the last look
+	touched time.Time
+}
+
+// touch records a grant or a release under the session sent at sent.
+func (k *keeper) touch(sent time.Time) {
+	k.mu.Lock()
+	if sent.After(k.touched) {
+		k.touched = sent
+	}
+	k.mu.Unlock()
+}
+
+// touchedSinceLook says whether the names were never checked, or a grant
+// or a release under the session was sent since the last look.
+func (k *keeper) touchedSinceLook() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.looked.IsZero() || !k.touched.Before(k.looked)
 }
 
 // newKeeperLocked is a keeper whose grant (or session) was sent at sent; its
@@ -75,12 +102,37 @@ func (c *Client) newKeeperLocked(session int64, owner string, sent time.Time) *k
 func (k *keeper) add(l *Lease) {
 	k.mu.Lock()
 	lost := k.lost
+	var missed error
+	var epoch int64
+	var found bool
 	if lost == nil {
 		k.leases[l] = struct{}{}
+		if l.sent.After(k.touched) {
+			k.touched = l.sent
+		}
+		// sent before the last check's look, and answered after it took
+		// its list of leases: the check did not see it, so it is judged
+		// by what the look found (a grant it lacks was lost with the
+		// server's history, or committed after the look: ended either
+		// way, and the name released after the next keep-alive)
+		if !k.looked.IsZero() && l.sent.Before(k.looked) {
+			epoch, found = k.have[l.Name]
+			if !found || epoch != l.Epoch {
+				missed = &LostError{Name: l.Name, Epoch: l.Epoch, Reason: k.lookWhy}
+			}
+		}
 	}
 	k.mu.Unlock()
-	if lost != nil {
+	switch {
+	case lost != nil:
 		l.end(lost(l))
+	case missed != nil:
+		l.end(missed)
+		if !found {
+			epoch = l.Epoch
+		}
+		k.c.leaveOver(leftover{k: k, name: l.Name, epoch: epoch})
+		k.c.log.Info("pg_lease: a grant in flight while the session's names were checked ended", "why", k.lookWhy, "name", l.Name, "epoch", l.Epoch)
 	}
 }
 
@@ -272,12 +324,14 @@ func (k *keeper) keepAlive() {
 		}
 		return conn.QueryRow(ctx, renewSQL, name, k.owner, epoch, cfg.TTL).Scan(&status)
 	})
-	if err == nil && status == "ok" && !warned && k.session != 0 && (!sameEra(era, k.era) || era == nil) {
+	if err == nil && status == "ok" && !warned && k.session != 0 && (!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {
 		// a failover or a restore may have lost grants made under the
 		// session, not the session itself: the names it no longer has end
 		// before the deadline moves. (No era: the server has entered none
 		// since it started, and every grant enters one, so its names were
-		// granted before a restart or a promotion.)
+		// granted before a restart or a promotion: checked once, and again
+		// only after a grant or a release sent since, which a restart or
+		// a promotion that again left no era may have lost.)
 		if err = k.checkNames("era"); err == nil {
 			k.era = era
 		}
@@ -348,7 +402,8 @@ func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 // before its look at the server (a grant sent after it went to the server
 // that answered the look, or, were the old primary still taking writes,
 // to a split brain, which no check can help); a grant sent before the look
-// and committed after it is ended too (safe, and only at a change of era).
+// and committed after it is ended too (safe, and only at a change of era),
+// and so is one answered after the look, which add judges.
 // A name the session holds under another epoch (a restore to an earlier
 // grant), or holds while the client does not (a lost release), is
 // released after the next keep-alive.
@@ -371,7 +426,15 @@ func (k *keeper) checkNames(why string) error {
 	if err != nil {
 		return fmt.Errorf("the session's names could not be checked (%s): %w", why, err)
 	}
-	leases := k.held()
+	// (the look, and the leases it judges, in one step: a lease added
+	// after it is judged by add)
+	k.mu.Lock()
+	k.looked, k.have, k.lookWhy = looked, have, why
+	leases := make([]*Lease, 0, len(k.leases))
+	for l := range k.leases {
+		leases = append(leases, l)
+	}
+	k.mu.Unlock()
 	lost := 0
 	for _, l := range leases {
 		epoch, ok := have[l.Name]
@@ -576,6 +639,7 @@ type leftover struct {
 
 // releaseLeftover releases lo on the server and forgets it.
 func (c *Client) releaseLeftover(ctx context.Context, lo leftover) error {
+	lo.k.touch(time.Now())
 	status, err := c.releaseCall(ctx, lo.name, lo.k.owner, lo.epoch)
 	if err != nil {
 		return err

@@ -222,6 +222,8 @@ func (l *Lease) release(ctx context.Context, why error) error {
 	l.end(why)
 	if l.k.session == 0 {
 		l.k.waitRenewal()
+	} else {
+		l.k.touch(time.Now())
 	}
 	var err error
 	for try := 0; try < 3; try++ {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/pglease/pglease-gen/lease"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/pglease/pglease-gen/lease"
 )
 
 // needSessions stops a test of sessions on an extension without them
@@ -339,4 +339,135 @@ func acquireAll(t *testing.T, c *lease.Client, names ...string) []*lease.Lease {
 		held = append(held, l)
 	}
 	return held
+}
+
+// TestGrantInFlightCheckedWithTheEra: finding 8. A grant sent before a
+// check of the session's names (after the era changed) and answered after
+// the check took its list of leases was never checked: with no later
+// change of era, a grant the fault lost would be believed to its
+// deadline. Here the grant is sent half a second before the keep-alive
+// that checks, and its write waits (an advisory lock the test holds) until
+// the check has logged; the lease must end with reason "era" (the check
+// did not see it) and the server must have the name released again.
+func TestGrantInFlightCheckedWithTheEra(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	cfg := lease.Config{TTL: 12 * time.Second, RenewEvery: 3 * time.Second, CallTimeout: 3 * time.Second}
+	c, lg := client(t, srv, cfg)
+	ctx := context.Background()
+	kept := acquireAll(t, c, "kept")[0]
+	exec(t, srv, `CREATE FUNCTION public.inflight_wait() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.name = 'inflight' THEN
+        PERFORM pg_advisory_xact_lock(4242);
+    END IF;
+    RETURN NEW;
+END $$`, "CREATE TRIGGER inflight_wait AFTER INSERT OR UPDATE ON lease.leases FOR EACH ROW EXECUTE FUNCTION public.inflight_wait()")
+	locker, err := pgx.Connect(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	if _, err := locker.Exec(ctx, "SELECT pg_advisory_lock(4242)"); err != nil {
+		t.Fatal(err)
+	}
+	// the next keep-alive is RenewEvery after the last one's send, which
+	// the deadline tells: send + TTL - Margin
+	first := kept.Deadline()
+	for !kept.Deadline().After(first) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	margin := cfg.TTL / 10
+	next := kept.Deadline().Add(-(cfg.TTL - margin)).Add(cfg.RenewEvery)
+	// a new era, and (as the regress tests do) its grace over: what a
+	// promotion that kept the session and its names leaves
+	exec(t, srv, "SELECT lease.new_era()", "UPDATE lease.era_now SET grace_until = clock_timestamp()")
+	checks := strings.Count(lg.String(), "names checked")
+	time.Sleep(time.Until(next.Add(-500 * time.Millisecond)))
+	type result struct {
+		l   *lease.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := c.TryAcquire(ctx, "inflight")
+		done <- result{l, err}
+	}()
+	for end := time.Now().Add(2500 * time.Millisecond); strings.Count(lg.String(), "names checked") == checks; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no check of the session's names within 2.5 s of the new era's first keep-alive\n%s", lg)
+		}
+	}
+	if _, err := locker.Exec(ctx, "SELECT pg_advisory_unlock(4242)"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var le *lease.LostError
+	switch {
+	case r.err == nil && r.l.Err() == nil:
+		t.Fatalf("the grant in flight while the names were checked is believed (epoch %d): nothing checked it\n%s", r.l.Epoch, lg)
+	case r.err != nil && !errors.As(r.err, &le):
+		t.Fatalf("TryAcquire: %v; want the grant, ended as lost\n%s", r.err, lg)
+	case r.err == nil && !errors.As(r.l.Err(), &le):
+		t.Fatalf("the grant ended with %v; want a *lease.LostError\n%s", r.l.Err(), lg)
+	}
+	if le.Reason != "era" {
+		t.Errorf("lost with reason %q; want era", le.Reason)
+	}
+	for end := time.Now().Add(4 * cfg.RenewEvery); inspect(t, srv, "inflight").held; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the ended grant is still held on the server four keep-alives later\n%s", lg)
+		}
+	}
+	if err := kept.Err(); err != nil {
+		t.Errorf("the session's other name: %v", err)
+	}
+}
+
+// TestOneCheckAfterACleanRestart: finding 9. After a clean restart the
+// server reports no era until a grant enters one; the session's first
+// keep-alive then checks its names (they were granted before the
+// restart), and the ones after it must not, while nothing was granted or
+// released since that check: 0.5.0's client read the whole list on every
+// keep-alive, on every client, for as long as nobody acquired. Five
+// keep-alives after the restart, one check; then a release under the
+// session, and the next keep-alive checks once more (a restart that again
+// left no era may have lost that release).
+func TestOneCheckAfterACleanRestart(t *testing.T) {
+	srv := server(t)
+	needSessions(t)
+	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
+	ctx := context.Background()
+	held := acquireAll(t, c, "a", "b")
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checks := strings.Count(lg.String(), "names checked")
+	renewals := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			before := held[0].Deadline()
+			for !held[0].Deadline().After(before) {
+				if err := held[0].Err(); err != nil {
+					t.Fatalf("lost: %v\n%s", err, lg)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	renewals(5)
+	if n := strings.Count(lg.String(), "names checked") - checks; n != 1 {
+		t.Errorf("five keep-alives after a clean restart checked the session's names %d times; want 1\n%s", n, lg)
+	}
+	checks = strings.Count(lg.String(), "names checked")
+	if err := held[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	renewals(2)
+	if n := strings.Count(lg.String(), "names checked") - checks; n != 1 {
+		t.Errorf("two keep-alives after a release under the session, the server still without an era, checked the names %d times; want 1\n%s", n, lg)
+	}
 }

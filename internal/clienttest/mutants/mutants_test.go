@@ -67,6 +67,18 @@ var mutants = []mutant{
 	// session released stays believed
 	{"releasedunread", []edit{{"keeper.go", "released != nil && *released > k.released.Load()", "released != nil && false"}},
 		"TestNamesCheckedWhenReleasedBehind", "is still believed at its deadline", nil},
+	// a grant answered after the check of the session's names took its
+	// list of leases, left unchecked (finding 8)
+	{"inflightunchecked", []edit{{"keeper.go", "if !k.looked.IsZero() && l.sent.Before(k.looked) {", "if false {"}},
+		"TestGrantInFlightCheckedWithTheEra", "nothing checked it", nil},
+	// every keep-alive without an era reads the whole list (0.5.0's
+	// client, finding 9)
+	{"nilalwayschecks", []edit{{"keeper.go", "era == nil && k.touchedSinceLook()", "era == nil"}},
+		"TestOneCheckAfterACleanRestart", "want 1", nil},
+	// the release under the session not recorded: a restart that left no
+	// era again is not checked for it
+	{"releaseuntouched", []edit{{"lease.go", "\t} else {\n\t\tl.k.touch(time.Now())\n\t}", "\t}"}},
+		"TestOneCheckAfterACleanRestart", "after a release under the session", nil},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",
@@ -102,7 +114,7 @@ var mutants = []mutant{
 		"TestCloseReleases", "still holds", nil},
 	// a session's keep-alive that does not check its names when the
 	// server's era changes: a grant lost in a failover stays believed
-	{"noeracheck", []edit{{"keeper.go", "(!sameEra(era, k.era) || era == nil) {", "false {"}},
+	{"noeracheck", []edit{{"keeper.go", "(!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {", "false {"}},
 		"TestNamesCheckedWhenTheEraChanges", "still believed", nil},
 	// a Release that fails under a session and is not tried again: the
 	// session's keep-alives keep the name held
