@@ -47,7 +47,7 @@ func Docker(t testing.TB) { t.Helper(); Needs(t, "a Docker daemon and the local 
 // after a fault, and renewals as durable as grants (a no-op before 0.5.0).
 // The tests of epochs across faults run in it, so that the grants they
 // count are not refused by the grace; the grace has tests of its own.
-var FencingOnly = "DO $$ BEGIN IF to_regprocedure('" + model.PgLease.Schema + ".set_max_ttl(interval)') IS NOT NULL THEN " +
+var FencingOnly = "DO $$ BEGIN IF to_regproc('" + model.PgLease.Schema + ".set_max_ttl') IS NOT NULL THEN " +
 	"PERFORM " + model.PgLease.Schema + ".set_max_ttl(NULL); END IF; END $$"
 
 // OnlyTests removes from m, a copy of the suites, every regress test and

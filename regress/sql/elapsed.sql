@@ -5,7 +5,7 @@
 CREATE EXTENSION pg_lease;
 -- (0.5.0: no maximum TTL and so no grace after a fault, as before 0.5.0
 -- and as an updated database has it; grace.sql tests them)
-DO $$ BEGIN IF to_regprocedure('lease.set_max_ttl(interval)') IS NOT NULL THEN PERFORM lease.set_max_ttl(NULL); END IF; END $$;
+DO $$ BEGIN IF to_regproc('lease.set_max_ttl') IS NOT NULL THEN PERFORM lease.set_max_ttl(NULL); END IF; END $$;
 
 SELECT set_config('TimeZone',
          format('LST0LDT,M%s.%s.%s/0,M%s.1.0/0',

@@ -6,7 +6,7 @@
 CREATE EXTENSION pg_lease;
 -- (0.5.0: no maximum TTL and so no grace after a fault, as before 0.5.0
 -- and as an updated database has it; grace.sql tests them)
-DO $$ BEGIN IF to_regprocedure('lease.set_max_ttl(interval)') IS NOT NULL THEN PERFORM lease.set_max_ttl(NULL); END IF; END $$;
+DO $$ BEGIN IF to_regproc('lease.set_max_ttl') IS NOT NULL THEN PERFORM lease.set_max_ttl(NULL); END IF; END $$;
 \set SHOW_CONTEXT never
 -- the era the extension was installed in: band 0, entered by the first
 -- grant (by the update, from 0.2.0 or 0.3.0)

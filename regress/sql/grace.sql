@@ -92,6 +92,43 @@ SELECT acquired, expires_at BETWEEN clock_timestamp() + interval '10 seconds'
                                 AND clock_timestamp() + interval '10.1 seconds' AS grace_of_the_new_maximum
   FROM lease.acquire('g5', 'b', interval '10 seconds');
 
+-- a raised maximum, in a database that has granted: after its delay
+-- (default 1 minute), so that a standby that replays it within the delay
+-- and is promoted counts its grace with it before any lease was granted
+-- under it; until then grants keep the old one. (Its notice says when.)
+UPDATE lease.era_now SET grace_until = clock_timestamp();
+UPDATE lease.limits SET previous_until = clock_timestamp();
+SET client_min_messages = warning;
+SELECT lease.set_max_ttl(interval '20 seconds');
+RESET client_min_messages;
+SELECT lease.max_ttl(), max_ttl, raise_to, raise_at BETWEEN clock_timestamp() + interval '59 seconds'
+                                                        AND clock_timestamp() + interval '60 seconds' AS in_a_minute
+  FROM lease.limits;
+SELECT acquired FROM lease.acquire('g8', 'b', interval '20 seconds');
+-- its time come (moved 1 s ahead here, as time would): the first call
+-- that needs it folds it into the plans, and takes the name
+UPDATE lease.limits SET raise_at = clock_timestamp() + interval '500 milliseconds';
+SELECT pg_sleep(0.6);
+SELECT acquired, expires_at > clock_timestamp() + interval '19 seconds' AS for_20_seconds
+  FROM lease.acquire('g8', 'b', interval '20 seconds');
+SELECT lease.max_ttl(), lease.grace_length();
+-- the same for renew and open_session
+SET client_min_messages = warning;
+SELECT lease.set_max_ttl(interval '30 seconds');
+RESET client_min_messages;
+SELECT status FROM lease.renew('g8', 'b', (SELECT epoch FROM lease.inspect('g8')), interval '30 seconds');
+SELECT session IS NOT NULL AS opened FROM lease.open_session('r', interval '30 seconds');
+UPDATE lease.limits SET raise_at = clock_timestamp() + interval '500 milliseconds';
+SELECT pg_sleep(0.6);
+SELECT status FROM lease.renew('g8', 'b', (SELECT epoch FROM lease.inspect('g8')), interval '30 seconds');
+SELECT session IS NOT NULL AS opened FROM lease.open_session('r', interval '30 seconds');
+-- with no delay: at once; a bad delay: an error, nothing changed
+SELECT lease.set_max_ttl(interval '40 seconds', interval '0');
+SELECT lease.max_ttl(), raise_to, raise_at FROM lease.limits;
+SELECT lease.set_max_ttl(interval '50 seconds', NULL);
+SELECT lease.set_max_ttl(interval '50 seconds', interval '-1 second');
+SELECT lease.max_ttl();
+
 -- no maximum: fencing only, as 0.4.0: no grace, renewals at the floor
 UPDATE lease.era_now SET grace_until = clock_timestamp();
 SELECT lease.set_max_ttl(NULL);

@@ -135,7 +135,8 @@ BEGIN
                     USING ERRCODE = '22023',
                           DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', acquire.ttl);
             END IF;
-            IF acquire.ttl > @extschema@.limit_ttl() THEN
+            -- (unless a raise whose time has come covers it: folded in now)
+            IF acquire.ttl > @extschema@.limit_ttl() AND NOT @extschema@.raise_due(acquire.ttl) THEN
                 RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                     USING ERRCODE = '22023',
                           DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.limit_ttl()),
@@ -351,7 +352,7 @@ BEGIN
                     -- Not inserted: another transaction created the row, or the era
                     -- must be settled first (a no-op when it was the former), or
                     -- the maximum changed.
-                    IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) THEN
+                    IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(acquire.ttl) THEN
                         RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                             USING ERRCODE = '22023',
                                   DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.limit_ttl()),
@@ -402,7 +403,7 @@ BEGIN
                     -- none, or when the epoch does not fit the era's band: the name
                     -- used up its band, or its row came without the era it was
                     -- granted in), or the era's grace lasts, or the maximum changed.
-                    IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) THEN
+                    IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(acquire.ttl) THEN
                         RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                             USING ERRCODE = '22023',
                                   DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.limit_ttl()),
@@ -636,7 +637,7 @@ BEGIN
             -- Not inserted: another transaction created the row, or the era
             -- must be settled first (a no-op when it was the former), or
             -- the maximum changed.
-            IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) THEN
+            IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(acquire.ttl) THEN
                 RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                     USING ERRCODE = '22023',
                           DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.limit_ttl()),
@@ -673,7 +674,7 @@ BEGIN
             -- none, or when the epoch does not fit the era's band: the name
             -- used up its band, or its row came without the era it was
             -- granted in), or the era's grace lasts, or the maximum changed.
-            IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) THEN
+            IF NOT (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(acquire.ttl) THEN
                 RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                     USING ERRCODE = '22023',
                           DETAIL = format('ttl is %s; the longest this database grants is %s.', acquire.ttl, @extschema@.limit_ttl()),
@@ -771,7 +772,8 @@ BEGIN
                 USING ERRCODE = '22023',
                       DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', renew.ttl);
         END IF;
-        IF renew.ttl > @extschema@.limit_ttl() THEN
+        -- (unless a raise whose time has come covers it: folded in now)
+        IF renew.ttl > @extschema@.limit_ttl() AND NOT @extschema@.raise_due(renew.ttl) THEN
             RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                 USING ERRCODE = '22023',
                       DETAIL = format('ttl is %s; the longest this database grants is %s.', renew.ttl, @extschema@.limit_ttl()),
@@ -822,7 +824,7 @@ BEGIN
                    WHEN v_expires <= v_now THEN 'lapsed'
                    ELSE 'ok' END;
         IF status = 'ok' THEN
-            IF NOT (@extschema@.limit_ttl() IS NULL OR renew.ttl <= @extschema@.limit_ttl()) THEN
+            IF NOT (@extschema@.limit_ttl() IS NULL OR renew.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(renew.ttl) THEN
                 RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                     USING ERRCODE = '22023',
                           DETAIL = format('ttl is %s; the longest this database grants is %s.', renew.ttl, @extschema@.limit_ttl()),
@@ -1771,6 +1773,9 @@ CREATE TABLE @extschema@.limits (
     max_ttl        interval,
     previous       interval,
     previous_until timestamptz,
+    -- (0.5.1) a raise that takes effect at raise_at (NULL: none pending)
+    raise_to       interval,
+    raise_at       timestamptz,
     CONSTRAINT limits_pkey PRIMARY KEY (id),
     CONSTRAINT limits_single CHECK (id)
 );
@@ -1800,7 +1805,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_max interval := (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE m.max_ttl END
+    v_max interval := (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE CASE WHEN m.raise_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN m.raise_to ELSE m.max_ttl END END
               FROM (SELECT) AS one LEFT JOIN @extschema@.limits AS m ON true);
 BEGIN
     -- one change at a time, as set_max_ttl(), set_floor() and an era's
@@ -1847,7 +1852,7 @@ RETURNS interval
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
-    SELECT (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE m.max_ttl END
+    SELECT (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE CASE WHEN m.raise_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN m.raise_to ELSE m.max_ttl END END
               FROM (SELECT) AS one LEFT JOIN @extschema@.limits AS m ON true);
 $function$;
 
@@ -1862,7 +1867,7 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $function$
     SELECT CASE WHEN NOT EXISTS (SELECT FROM @extschema@.limits) THEN '1 minute'::interval
-                ELSE (SELECT greatest(m.max_ttl, CASE WHEN clock_timestamp() < m.previous_until THEN m.previous END)
+                ELSE (SELECT greatest(CASE WHEN m.raise_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN m.raise_to ELSE m.max_ttl END, CASE WHEN clock_timestamp() < m.previous_until THEN m.previous END)
                         FROM @extschema@.limits AS m) END;
 $function$;
 
@@ -1872,19 +1877,25 @@ COMMENT ON FUNCTION @extschema@.grace_length() IS
 REVOKE ALL ON FUNCTION @extschema@.grace_length() FROM PUBLIC;
 
 -- The installer's way to change the maximum TTL. Not for PUBLIC.
-CREATE FUNCTION @extschema@.set_max_ttl(ttl interval)
+CREATE FUNCTION @extschema@.set_max_ttl(ttl interval, delay interval DEFAULT interval '1 minute')
 RETURNS interval
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
-    v_old interval;
+    v_old   interval;
+    v_now   interval;
 BEGIN
     IF set_max_ttl.ttl IS NOT NULL
        AND (set_max_ttl.ttl > interval '0' AND set_max_ttl.ttl < interval '50000000 days'
             AND date_trunc('month', set_max_ttl.ttl) = interval '0') IS NOT TRUE THEN
         RAISE EXCEPTION 'ttl must be a positive interval of days, hours, minutes or seconds below 50000000 days, or NULL'
             USING ERRCODE = '22023', DETAIL = format('ttl is %s.', set_max_ttl.ttl);
+    END IF;
+    IF (set_max_ttl.delay >= interval '0' AND set_max_ttl.delay < interval '50000000 days'
+        AND date_trunc('month', set_max_ttl.delay) = interval '0') IS NOT TRUE THEN
+        RAISE EXCEPTION 'delay must be an interval of days, hours, minutes or seconds from 0 to 50000000 days'
+            USING ERRCODE = '22023', DETAIL = format('delay is %s.', coalesce(set_max_ttl.delay::text, 'NULL'));
     END IF;
     -- Every grant and renewal in flight ends first, and none begins
     -- until this commits: each then takes its lock, and so sees the
@@ -1893,8 +1904,29 @@ BEGIN
     -- one change at a time, as set_floor() and an era's entry
     LOCK TABLE @extschema@.eras IN SHARE ROW EXCLUSIVE MODE;
     v_old := @extschema@.grace_length();
-    INSERT INTO @extschema@.limits AS m (id, max_ttl) VALUES (true, set_max_ttl.ttl)
-    ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE SET max_ttl = excluded.max_ttl;
+    v_now := (SELECT CASE WHEN m.id IS NULL THEN '1 minute'::pg_catalog.interval ELSE CASE WHEN m.raise_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN m.raise_to ELSE m.max_ttl END END
+              FROM (SELECT) AS one LEFT JOIN @extschema@.limits AS m ON true);
+    IF set_max_ttl.ttl IS NOT NULL AND v_now IS NOT NULL AND set_max_ttl.ttl > v_now
+       AND set_max_ttl.delay > interval '0'
+       AND EXISTS (SELECT FROM @extschema@.eras AS r WHERE NOT r.installed) THEN
+        -- Raised, in a database that has granted: the new maximum takes
+        -- effect only after the delay (0.5.1), so that a standby that
+        -- replays this within the delay, and is promoted, counts its
+        -- grace with it before any lease can have been granted under it.
+        -- The current maximum stays (a raise pending is replaced).
+        INSERT INTO @extschema@.limits AS m (id, max_ttl, raise_to, raise_at)
+        VALUES (true, v_now, set_max_ttl.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + set_max_ttl.delay) AT TIME ZONE 'UTC'))
+        ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE
+           SET max_ttl = excluded.max_ttl, raise_to = excluded.raise_to, raise_at = excluded.raise_at;
+        RAISE NOTICE 'the maximum ttl becomes % at %', set_max_ttl.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + set_max_ttl.delay) AT TIME ZONE 'UTC')
+            USING DETAIL = format('Until then it stays %s.', v_now);
+    ELSE
+        -- Lowered, kept, removed (NULL: fencing only), raised without a
+        -- delay, or set in a database that never granted: at once, and a
+        -- raise pending is dropped.
+        INSERT INTO @extschema@.limits AS m (id, max_ttl) VALUES (true, set_max_ttl.ttl)
+        ON CONFLICT ON CONSTRAINT limits_pkey DO UPDATE SET max_ttl = excluded.max_ttl, raise_to = NULL, raise_at = NULL;
+    END IF;
     IF v_old IS NOT NULL AND (set_max_ttl.ttl IS NULL OR set_max_ttl.ttl < v_old)
        AND EXISTS (SELECT FROM @extschema@.eras AS r WHERE NOT r.installed) THEN
         -- Lowered: a lease granted or renewed before may run for the old
@@ -1916,11 +1948,41 @@ BEGIN
 END
 $function$;
 
-COMMENT ON FUNCTION @extschema@.set_max_ttl(interval) IS
-    'set_max_ttl(ttl): the longest ttl this database grants or renews from now on, and so the grace after a fault (NULL: no maximum and no grace, fencing only); a lowered maximum shortens the grace only once every lease granted under the old one has run out; only the installer (and superusers) may call it';
+COMMENT ON FUNCTION @extschema@.set_max_ttl(interval, interval) IS
+    'set_max_ttl(ttl, delay): the longest ttl this database grants or renews, and so the grace after a fault (NULL: no maximum and no grace, fencing only); a lowered maximum takes effect at once and shortens the grace only once every lease granted under the old one has run out; a raised one takes effect after delay (default 1 minute; at once in a database that never granted), so that a standby promoted within it has it; only the installer (and superusers) may call it';
 
-REVOKE ALL ON FUNCTION @extschema@.set_max_ttl(interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.set_max_ttl(interval) TO @extowner@;
+REVOKE ALL ON FUNCTION @extschema@.set_max_ttl(interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.set_max_ttl(interval, interval) TO @extowner@;
+
+CREATE FUNCTION @extschema@.raise_due(ttl interval)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_due boolean;
+BEGIN
+    -- A raise whose time has come, up to at least ttl: folded into
+    -- limit_ttl() now (the statements that call it are planned again),
+    -- durably. The raise itself is in the table, and counts for the
+    -- grace from raise_at whether or not this commits.
+    SELECT m.raise_at <= clock_timestamp() AND (m.raise_to IS NULL OR m.raise_to >= raise_due.ttl)
+      INTO v_due FROM @extschema@.limits AS m;
+    IF v_due IS NOT TRUE THEN
+        RETURN false;
+    END IF;
+    PERFORM @extschema@.limit_sync();
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    RETURN true;
+END
+$function$;
+
+COMMENT ON FUNCTION @extschema@.raise_due(interval) IS
+    'internal: folds a raise of the maximum whose time has come into limit_ttl() (true), when ttl needs it';
+
+REVOKE ALL ON FUNCTION @extschema@.raise_due(interval) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.grace()
 RETURNS timestamptz
@@ -2007,25 +2069,27 @@ BEGIN
                 USING ERRCODE = '22023',
                       DETAIL = format('ttl is %s: the lease would expire past the end of the timestamptz range.', open_session.ttl);
         END IF;
-        IF open_session.ttl > @extschema@.limit_ttl() THEN
+        -- (unless a raise whose time has come covers it: folded in now)
+        IF open_session.ttl > @extschema@.limit_ttl() AND NOT @extschema@.raise_due(open_session.ttl) THEN
             RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                 USING ERRCODE = '22023',
                       DETAIL = format('ttl is %s; the longest this database grants is %s.', open_session.ttl, @extschema@.limit_ttl()),
                       HINT = 'Pass a shorter ttl, or have the extension''s installer raise the maximum with @extschema@.set_max_ttl() (the grace after a fault lasts as long).';
         END IF;
     END IF;
-    INSERT INTO @extschema@.sessions AS s (owner, ttl, expires_at)
-    SELECT open_session.owner, open_session.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + open_session.ttl) AT TIME ZONE 'UTC')
-     WHERE (@extschema@.limit_ttl() IS NULL OR open_session.ttl <= @extschema@.limit_ttl())
-    RETURNING s.id, s.expires_at INTO session, expires_at;
-    IF NOT FOUND THEN
-        IF NOT (@extschema@.limit_ttl() IS NULL OR open_session.ttl <= @extschema@.limit_ttl()) THEN
+    LOOP
+        INSERT INTO @extschema@.sessions AS s (owner, ttl, expires_at)
+        SELECT open_session.owner, open_session.ttl, (((clock_timestamp() AT TIME ZONE 'UTC') + open_session.ttl) AT TIME ZONE 'UTC')
+         WHERE (@extschema@.limit_ttl() IS NULL OR open_session.ttl <= @extschema@.limit_ttl())
+        RETURNING s.id, s.expires_at INTO session, expires_at;
+        EXIT WHEN FOUND;
+        IF NOT (@extschema@.limit_ttl() IS NULL OR open_session.ttl <= @extschema@.limit_ttl()) AND NOT @extschema@.raise_due(open_session.ttl) THEN
             RAISE EXCEPTION 'ttl is longer than @extschema@.max_ttl()'
                 USING ERRCODE = '22023',
                       DETAIL = format('ttl is %s; the longest this database grants is %s.', open_session.ttl, @extschema@.limit_ttl()),
                       HINT = 'Pass a shorter ttl, or have the extension''s installer raise the maximum with @extschema@.set_max_ttl() (the grace after a fault lasts as long).';
         END IF;
-    END IF;
+    END LOOP;
     -- the era, as keep_alive reports it
     era := @extschema@.era_first(@extschema@.era_mark());
     -- durable, as a grant: a session's number is never given twice
