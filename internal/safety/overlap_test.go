@@ -42,6 +42,9 @@ var overlapAll = flag.Bool("overlap.all", false, "TestHoldersNeverOverlap: every
 
 const (
 	holderEnv = "PGLEASE_SAFETY_HOLDER"
+	// a holder's TTL when a fault gives the holders TTLs of their own; it
+	// then holds a name for up to as long (4 s at least)
+	holderTTLEnv = "PGLEASE_SAFETY_TTL"
 	// the holders' TTL, and the maximum the runs set: longer than a
 	// restart takes, so that a holder the server forgot still acts when
 	// the server is back
@@ -68,10 +71,20 @@ func monotonic() int64 {
 // it prints "start NAME EPOCH T" when Acquire returned and "end NAME EPOCH
 // T" when it stops acting (T: monotonic ns), before a release.
 func holderMain() int {
+	// its TTL, and the longest it holds a name for (holderTTLEnv)
+	ttl, longest := holderTTL, 4*time.Second
+	if v := os.Getenv(holderTTLEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		ttl, longest = d, max(d, longest)
+	}
 	// (renewals far apart, as a client that renews at 3/4 of its TTL: a
 	// holder the server forgot learns it late)
-	c, err := lease.New(os.Getenv("PGLEASE_DSN"), lease.Config{TTL: holderTTL, Owner: os.Getenv(holderEnv),
-		RenewEvery: holderTTL * 3 / 4, CallTimeout: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	c, err := lease.New(os.Getenv("PGLEASE_DSN"), lease.Config{TTL: ttl, Owner: os.Getenv(holderEnv),
+		RenewEvery: min(ttl*3/4, ttl-ttl/10-500*time.Millisecond), CallTimeout: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -93,7 +106,7 @@ func holderMain() int {
 		// interrupts
 		d := time.Duration(50+rand.IntN(250)) * time.Millisecond
 		if rand.IntN(4) != 0 {
-			d = time.Duration(1000+rand.IntN(3000)) * time.Millisecond
+			d = time.Second + rand.N(longest-time.Second)
 		}
 		hold := time.Now().Add(d)
 		for l.Err() == nil && time.Now().Before(hold) && ctx.Err() == nil {
@@ -149,6 +162,10 @@ var (
 	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
 		edits: [][2]string{{"        v_grace := (((clock_timestamp() AT TIME ZONE 'UTC') + @extschema@.grace_length() * 1.01) AT TIME ZONE 'UTC');",
 			"        v_grace := NULL;"}}}
+	// 0.5.1 with a raise of the maximum that takes effect at once, as
+	// 0.5.0's did
+	overlapRaiseNow = overlapVariant{name: "0.5.1 raising the maximum at once", ext: "pg_lease_raisenow", safe: false,
+		edits: [][2]string{{"AND set_max_ttl.delay > interval '0'", "AND false"}}}
 	// the same, to a client that holds each name on its own
 	overlapNoGracePerName = overlapVariant{name: "0.5.0 without the grace, names held on their own", ext: overlapNoGrace.ext, max: overlapNoGrace.max,
 		edits: overlapNoGrace.edits, setup: []string{strings.ReplaceAll(noSessions[0], "pg_lease", overlapNoGrace.ext), noSessions[1]}}
@@ -163,6 +180,13 @@ type overlapFault struct {
 	sync     bool             // the standby synchronous (synchronous_standby_names)
 	server   []string         // settings the server starts with
 	variants []overlapVariant // that overlap in it (the broken ones)
+	// max, when set, is the maximum the run starts with (instead of the
+	// variant's), and ttls the holders' TTLs, one each in turn (default
+	// holderTTL)
+	max  string
+	ttls []time.Duration
+	// sampleBroken: make test's share runs the broken variants too
+	sampleBroken bool
 	// strike: the fault; create is what made the holders' database (the
 	// extension, its maximum and floor)
 	strike func(t *testing.T, primary, standby *pgserver.Server, create []string)
@@ -203,6 +227,45 @@ var overlapFaults = []overlapFault{
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
+			}
+		}},
+	// (the maximum lowered from 8 s to 2 s, then the WAL writer held back
+	// and the server killed: half the holders ask 8 s, whose renewals are
+	// refused from the lowering on, and who act until their deadline; the
+	// grace after the crash must count 8 s. No broken variant overlaps
+	// here: set_max_ttl()'s flushed commit makes every grant and renewal
+	// before it durable, and it waits for those in flight, so the server
+	// after the crash knows every 8 s lease (TestLoweredMaximumKeepsTheGrace
+	// shows the variants on the paths that skip that: a grant in flight,
+	// and a lapsed name purged))
+	{name: "maximum lowered, then a crash", floor: "session", sample: true, max: "interval '8 seconds'",
+		ttls: []time.Duration{8 * time.Second, 2 * time.Second},
+		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) {
+			mustExec(t, p.DSN("overlap"), "SELECT lease.set_max_ttl(interval '2 seconds')")
+			pauseKillRestart(t, p)
+		}},
+	// (the standby cut off, the maximum raised from 2 s to 16 s on the
+	// primary, 2 s of traffic, then the primary killed and the standby,
+	// which lacks the raise, promoted: half the holders ask 16 s, and so
+	// keep their sessions alive every 12 s. With the raise's delay no
+	// lease is granted under it before the failover; a raise at once
+	// grants 16 s leases that the promoted server's grace of 2 s does not
+	// wait for, whose holders learn their loss only at their next
+	// keep-alive)
+	{name: "maximum raised, then an asynchronous failover", floor: "on", standby: true, sample: true, sampleBroken: true,
+		max: "interval '2 seconds'", ttls: []time.Duration{16 * time.Second, 2 * time.Second}, variants: []overlapVariant{overlapRaiseNow},
+		strike: func(t *testing.T, p, s *pgserver.Server, _ []string) {
+			ctx := context.Background()
+			if err := s.CutReplication(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, p.DSN("overlap"), "SELECT lease.set_max_ttl(interval '16 seconds')")
+			time.Sleep(2 * time.Second)
+			if err := p.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Promote(ctx); err != nil {
+				t.Fatal(err)
 			}
 		}},
 	// (the standby cut off 2 s before the primary is killed and promoted)
@@ -360,7 +423,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 			vs = append(vs, overlapPerName)
 		}
 		for _, b := range f.variants {
-			if *overlapAll || (b.name == overlapFencing.name && f.standby) {
+			if *overlapAll || f.sampleBroken || (b.name == overlapFencing.name && f.standby) {
 				vs = append(vs, b)
 			}
 		}
@@ -430,7 +493,11 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		defer remove()
 	}
 	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE overlap")
-	create := []string{"CREATE EXTENSION " + v.ext, "SELECT lease.set_max_ttl(" + v.max + ")"}
+	maximum := v.max
+	if f.max != "" {
+		maximum = f.max
+	}
+	create := []string{"CREATE EXTENSION " + v.ext, "SELECT lease.set_max_ttl(" + maximum + ")"}
 	if v.version != "" {
 		create = []string{"CREATE EXTENSION " + v.ext + " VERSION '" + v.version + "'"}
 	}
@@ -464,6 +531,9 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	for i := range holders {
 		cmd := osexec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), holderEnv+"=h"+strconv.Itoa(i), "PGLEASE_DSN="+dsn)
+		if len(f.ttls) > 0 {
+			cmd.Env = append(cmd.Env, holderTTLEnv+"="+f.ttls[i%len(f.ttls)].String())
+		}
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
