@@ -47,7 +47,10 @@ const Channel = "lease_released"
 
 // The SQL of each call.
 const (
-	acquireSQL = "SELECT acquired, epoch, expires_at FROM lease.acquire($1, $2, $3::interval)"
+	// (with how long the answer lets its holder believe, from its send:
+	// expires_at - clock_timestamp() in the same statement, pg_lease's
+	// rule; the TTL for a new grant)
+	acquireSQL = "SELECT acquired, epoch, expires_at, expires_at - clock_timestamp() FROM lease.acquire($1, $2, $3::interval)"
 	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
 	// a release notifies Channel only while some session watches the name
 	releaseSQL = "SELECT lease.release($1, $2, $3)"
@@ -59,7 +62,7 @@ const (
 	guardSQL   = "SELECT lease.guard($1, $2, $3)"
 	// sessions (pg_lease 0.5.0)
 	openSessionSQL    = "SELECT session, expires_at, era FROM lease.open_session($1, $2::interval)"
-	sessionAcquireSQL = "SELECT acquired, epoch, expires_at FROM lease.session_acquire($1, $2, $3)"
+	sessionAcquireSQL = "SELECT acquired, epoch, expires_at, expires_at - clock_timestamp() FROM lease.session_acquire($1, $2, $3)"
 	// released: how many of the session's names lease.release has
 	// released (pg_lease 0.5.1; NULL before), read so that it works on both
 	keepAliveSQL = "SELECT k.status, k.expires_at, k.era, (to_jsonb(k) ->> 'released')::bigint FROM lease.keep_alive($1, $2) AS k"
@@ -272,7 +275,14 @@ func (c *Client) tryOwn(ctx context.Context, name string) (*Lease, error) {
 	sent := time.Now()
 	return c.grant(ctx, name, owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
 		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL)
-	}, func(epoch int64) *Lease { return c.hold(name, owner, epoch, sent) })
+	}, func(epoch int64, span time.Duration) *Lease {
+		// an answer that lets it believe less than the TTL (not a new
+		// grant) counts as sent that much earlier
+		if span < c.cfg.TTL {
+			return c.hold(name, owner, epoch, sent.Add(span-c.cfg.TTL))
+		}
+		return c.hold(name, owner, epoch, sent)
+	})
 }
 
 // tryUnder takes name under session k.
@@ -291,7 +301,11 @@ func (c *Client) tryUnder(ctx context.Context, k *keeper, name string) (*Lease, 
 	sent := time.Now()
 	l, err := c.grant(ctx, name, k.owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
 		return conn.QueryRow(ctx, sessionAcquireSQL, k.session, k.owner, name)
-	}, func(epoch int64) *Lease { return c.holdUnder(k, name, epoch, sent) })
+	}, func(epoch int64, _ time.Duration) *Lease {
+		// (held until the session's deadline, which its answer's span
+		// is the server's side of)
+		return c.holdUnder(k, name, epoch, sent)
+	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "55000" {
 		k.lose("lapsed", err)
@@ -309,24 +323,26 @@ func (c *Client) tryUnder(ctx context.Context, k *keeper, name string) (*Lease, 
 	return l, err
 }
 
-// grant runs an acquire (query: its row of acquired, epoch, expires_at)
-// for owner and holds what it granted. An acquire whose outcome is
-// unknown is settled with lease.inspect first.
-func (c *Client) grant(ctx context.Context, name, owner string, query func(context.Context, *pgx.Conn) pgx.Row, hold func(epoch int64) *Lease) (*Lease, error) {
+// grant runs an acquire (query: its row of acquired, epoch, expires_at
+// and the span its answer lets the holder believe) for owner and holds
+// what it granted. An acquire whose outcome is unknown is settled with
+// lease.inspect first.
+func (c *Client) grant(ctx context.Context, name, owner string, query func(context.Context, *pgx.Conn) pgx.Row, hold func(epoch int64, span time.Duration) *Lease) (*Lease, error) {
 	var acquired bool
 	var epoch *int64
 	var until *time.Time
+	var span *time.Duration
 	warned, err := c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return query(ctx, conn).Scan(&acquired, &epoch, &until)
+		return query(ctx, conn).Scan(&acquired, &epoch, &until, &span)
 	})
 	if err == nil && !warned {
 		if !acquired && until != nil {
 			return nil, &GraceError{Name: name, Until: *until}
 		}
-		if !acquired || epoch == nil {
+		if !acquired || epoch == nil || span == nil {
 			return nil, ErrNotAcquired
 		}
-		return hold(*epoch), nil
+		return hold(*epoch, *span), nil
 	}
 	if err != nil && known(err) {
 		return nil, fmt.Errorf("lease %q: acquire: %w", name, err)
@@ -350,7 +366,8 @@ func (c *Client) grant(ctx context.Context, name, owner string, query func(conte
 	// other call of the client is acquiring the name under (acquiring)
 	if st.held && st.owner == owner {
 		c.log.Info("pg_lease: an acquire with an unknown outcome was granted", "name", name, "epoch", st.epoch, "cause", why)
-		return hold(st.epoch), nil
+		// (a grant made after the send: the TTL from it)
+		return hold(st.epoch, c.cfg.TTL), nil
 	}
 	c.log.Info("pg_lease: an acquire with an unknown outcome was not granted", "name", name, "cause", why)
 	if err == nil {

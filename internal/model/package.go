@@ -109,6 +109,10 @@ var Packages = Packaging{
 			"purge never removes a name whose session a keep-alive is renewing;",
 			"keep_alive reports how many of the session's names release released",
 			"The installer's own pg_dump and pg_restore carry every lease and epoch",
+			"Security: session ids are random, and no answer tells another owner's",
+			"session from none (0.5.0's ids could be guessed from one's own)",
+			"A raised maximum TTL takes effect after a delay (set_max_ttl's new",
+			"argument, 1 minute), so that a standby promoted within it has it",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,
