@@ -192,9 +192,9 @@ BEGIN
                                -- a lapsed one is taken over under the next; at least the
                                -- first epoch of the era's band.
                                epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                                session_id = NULL
-                         WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                         WHERE l.name = acquire.name
                            AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                                 -- (held by the caller since an earlier era: a new grant, see
                                 -- held_in_era)
@@ -210,10 +210,10 @@ BEGIN
                                    -- a lapsed one is taken over under the next; at least the
                                    -- first epoch of the era's band.
                                    epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                                    session_id = NULL
                               FROM @extschema@.era_now AS c
-                             WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                             WHERE l.name = acquire.name
                                -- (a session's name: by its session's expiry, read locked, so
                                -- that a keep-alive in flight is waited for)
                                AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
@@ -232,10 +232,10 @@ BEGIN
                                    -- a lapsed one is taken over under the next; at least the
                                    -- first epoch of the era's band.
                                    epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                                    session_id = NULL
                               FROM @extschema@.era_now AS c
-                             WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                             WHERE l.name = acquire.name
                                AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                                     -- (held by the caller since an earlier era: a new grant, see
                                     -- held_in_era)
@@ -252,9 +252,9 @@ BEGIN
                                -- a lapsed one is taken over under the next; at least the
                                -- first epoch of the era's band.
                                epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                                session_id = NULL
-                         WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                         WHERE l.name = acquire.name
                            -- (a session's name: by its session's expiry, read locked, so
                            -- that a keep-alive in flight is waited for)
                            AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
@@ -311,18 +311,18 @@ BEGIN
                         IF v_joined THEN
                             INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                             SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                                   (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
                               FROM @extschema@.era_now AS c
                              WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                               AND v_next <= c.last_epoch AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                               AND v_next <= c.last_epoch
                                AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
                             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
                         ELSE
                             INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                             SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
-                                   (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                             WHERE v_next <= @extschema@.era_last(@extschema@.era_mark()) AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                                   (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                             WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                                AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                             RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
@@ -497,9 +497,9 @@ BEGIN
                        -- a lapsed one is taken over under the next; at least the
                        -- first epoch of the era's band.
                        epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                        session_id = NULL
-                 WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                 WHERE l.name = acquire.name
                    AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                         -- (held by the caller since an earlier era: a new grant, see
                         -- held_in_era)
@@ -515,10 +515,10 @@ BEGIN
                            -- a lapsed one is taken over under the next; at least the
                            -- first epoch of the era's band.
                            epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                            session_id = NULL
                       FROM @extschema@.era_now AS c
-                     WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                     WHERE l.name = acquire.name
                        -- (a session's name: by its session's expiry, read locked, so
                        -- that a keep-alive in flight is waited for)
                        AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
@@ -537,10 +537,10 @@ BEGIN
                            -- a lapsed one is taken over under the next; at least the
                            -- first epoch of the era's band.
                            epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                            session_id = NULL
                       FROM @extschema@.era_now AS c
-                     WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                     WHERE l.name = acquire.name
                        AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
                             -- (held by the caller since an earlier era: a new grant, see
                             -- held_in_era)
@@ -557,9 +557,9 @@ BEGIN
                        -- a lapsed one is taken over under the next; at least the
                        -- first epoch of the era's band.
                        epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC'),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
                        session_id = NULL
-                 WHERE l.name = acquire.name AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                 WHERE l.name = acquire.name
                    -- (a session's name: by its session's expiry, read locked, so
                    -- that a keep-alive in flight is waited for)
                    AND (l.owner IS NULL OR (CASE WHEN l.session_id IS NULL THEN l.expires_at
@@ -603,18 +603,18 @@ BEGIN
             IF v_joined THEN
                 INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                 SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
+                       (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
                   FROM @extschema@.era_now AS c
                  WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                   AND v_next <= c.last_epoch AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                   AND v_next <= c.last_epoch
                    AND (c.grace_until IS NULL OR clock_timestamp() >= c.grace_until)
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
             ELSE
                 INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                 SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
-                       (((v_now AT TIME ZONE 'UTC') + acquire.ttl) AT TIME ZONE 'UTC')
-                 WHERE v_next <= @extschema@.era_last(@extschema@.era_mark()) AND (@extschema@.limit_ttl() IS NULL OR acquire.ttl <= @extschema@.limit_ttl())
+                       (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                 WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                    AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
                 RETURNING l.epoch, l.expires_at INTO epoch, expires_at;
@@ -787,10 +787,9 @@ BEGIN
         -- version before re-checking it).
         BEGIN
             UPDATE @extschema@.leases AS l
-               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + renew.ttl) AT TIME ZONE 'UTC')
+               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(renew.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
              WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
                AND l.expires_at > clock_timestamp() AND l.session_id IS NULL
-               AND (@extschema@.limit_ttl() IS NULL OR renew.ttl <= @extschema@.limit_ttl())
             RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
             -- Committed at the session's own synchronous_commit: a renewal
             -- only extends what its holder has, and the grace after a
