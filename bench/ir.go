@@ -63,6 +63,7 @@ func irBench(ctx context.Context, o options, work string) (string, error) {
 		{"cycle, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irCycles, nil},
 		{"renew, synchronous_commit = off, this with set_floor('session')", "session_ir", "off", irRenews, nil},
 		{"release alone (nobody watches), synchronous_commit = on", "this_ir", "on", irReleases, irGrants},
+		{"keep_alive of a session of 10 names, synchronous_commit = off", "this_ir", "off", irKeepAlives, irSessionLookups},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Instructions per operation, this tree against %s, PostgreSQL %s\n\n", o.baseline, s.Version)
@@ -197,6 +198,32 @@ func irReleases(n int) string {
 	for i := range n {
 		name := fmt.Sprintf("rel-%05d", i)
 		fmt.Fprintf(&b, "SELECT lease.release('%s', 'o', (SELECT l.epoch FROM lease.leases AS l WHERE l.name = '%s'));\n", name, name)
+	}
+	return b.String()
+}
+
+// irKeepAlives opens a session, takes 10 names under it, then keeps it
+// alive n times (the session's id read by the script: random since
+// 0.5.1).
+func irKeepAlives(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT 1 FROM lease.open_session('o', '50s');\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "SELECT 1 FROM lease.session_acquire((SELECT s.id FROM lease.sessions AS s), 'o', 'ka-%02d');\n", i)
+	}
+	for range n {
+		b.WriteString("SELECT 1 FROM lease.keep_alive((SELECT s.id FROM lease.sessions AS s), 'o');\n")
+	}
+	return b.String()
+}
+
+// irSessionLookups is irKeepAlives' reads of the session's id, alone
+// (counted and taken off).
+func irSessionLookups(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT 1 FROM lease.open_session('o', '50s');\n")
+	for range n {
+		b.WriteString("SELECT (SELECT s.id FROM lease.sessions AS s);\n")
 	}
 	return b.String()
 }
