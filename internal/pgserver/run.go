@@ -1,6 +1,7 @@
 package pgserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,9 @@ func InstallVariant(ext model.Extension, src fs.FS, inst Install, name string, e
 
 // InstallCopy installs a copy of the extension under another name: its
 // control file and every script, the script named file (ext's own name
-// for it, e.g. ext.UpdateScript("0.1.0", "0.2.0")) changed by edit.
+// for it, e.g. ext.UpdateScript("0.1.0", "0.2.0")) changed by edit. A
+// script that names its extension (ALTER EXTENSION pg_lease DROP ...)
+// names the copy instead.
 func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string, edit func(string) (string, error)) (remove func(), err error) {
 	files, err := render.Extension(ext, src)
 	if err != nil {
@@ -72,7 +75,7 @@ func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string
 		}
 	}
 	for _, f := range append([]string{ext.ControlFile()}, ext.Scripts()...) {
-		b := files[f]
+		b := bytes.ReplaceAll(files[f], []byte("EXTENSION "+ext.Name+" "), []byte("EXTENSION "+name+" "))
 		if f == file {
 			s, err := edit(string(b))
 			if err != nil {

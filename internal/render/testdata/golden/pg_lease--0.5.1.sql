@@ -192,7 +192,7 @@ BEGIN
                                -- a lapsed one is taken over under the next; at least the
                                -- first epoch of the era's band.
                                epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                                session_id = NULL
                          WHERE l.name = acquire.name
                            AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
@@ -210,7 +210,7 @@ BEGIN
                                    -- a lapsed one is taken over under the next; at least the
                                    -- first epoch of the era's band.
                                    epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                                    session_id = NULL
                               FROM @extschema@.era_now AS c
                              WHERE l.name = acquire.name
@@ -232,7 +232,7 @@ BEGIN
                                    -- a lapsed one is taken over under the next; at least the
                                    -- first epoch of the era's band.
                                    epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                                   expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                                    session_id = NULL
                               FROM @extschema@.era_now AS c
                              WHERE l.name = acquire.name
@@ -252,7 +252,7 @@ BEGIN
                                -- a lapsed one is taken over under the next; at least the
                                -- first epoch of the era's band.
                                epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                               expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                                session_id = NULL
                          WHERE l.name = acquire.name
                            -- (a session's name: by its session's expiry, read locked, so
@@ -311,7 +311,7 @@ BEGIN
                         IF v_joined THEN
                             INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                             SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                                   (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                                   (((v_now AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC')
                               FROM @extschema@.era_now AS c
                              WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                                AND v_next <= c.last_epoch
@@ -321,7 +321,7 @@ BEGIN
                         ELSE
                             INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                             SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
-                                   (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                                   (((v_now AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC')
                              WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                                AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                             ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
@@ -497,7 +497,7 @@ BEGIN
                        -- a lapsed one is taken over under the next; at least the
                        -- first epoch of the era's band.
                        epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                        session_id = NULL
                  WHERE l.name = acquire.name
                    AND (l.owner IS NULL OR (l.session_id IS NULL AND l.expires_at <= clock_timestamp())
@@ -515,7 +515,7 @@ BEGIN
                            -- a lapsed one is taken over under the next; at least the
                            -- first epoch of the era's band.
                            epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                            session_id = NULL
                       FROM @extschema@.era_now AS c
                      WHERE l.name = acquire.name
@@ -537,7 +537,7 @@ BEGIN
                            -- a lapsed one is taken over under the next; at least the
                            -- first epoch of the era's band.
                            epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, c.first_epoch),
-                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                           expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                            session_id = NULL
                       FROM @extschema@.era_now AS c
                      WHERE l.name = acquire.name
@@ -557,7 +557,7 @@ BEGIN
                        -- a lapsed one is taken over under the next; at least the
                        -- first epoch of the era's band.
                        epoch = greatest(CASE WHEN l.owner IS NULL THEN l.epoch ELSE l.epoch + 1 END, @extschema@.era_first(@extschema@.era_mark())),
-                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC'),
+                       expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC'),
                        session_id = NULL
                  WHERE l.name = acquire.name
                    -- (a session's name: by its session's expiry, read locked, so
@@ -603,7 +603,7 @@ BEGIN
             IF v_joined THEN
                 INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                 SELECT acquire.name, acquire.owner, greatest(v_next, c.first_epoch),
-                       (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                       (((v_now AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC')
                   FROM @extschema@.era_now AS c
                  WHERE c.boot = pg_postmaster_start_time() AND c.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                    AND v_next <= c.last_epoch
@@ -613,7 +613,7 @@ BEGIN
             ELSE
                 INSERT INTO @extschema@.leases AS l (name, owner, epoch, expires_at)
                 SELECT acquire.name, acquire.owner, greatest(v_next, @extschema@.era_first(@extschema@.era_mark())),
-                       (((v_now AT TIME ZONE 'UTC') + least(acquire.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+                       (((v_now AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(acquire.ttl, coalesce(@extschema@.limit_ttl(), acquire.ttl))) AT TIME ZONE 'UTC')
                  WHERE v_next <= @extschema@.era_last(@extschema@.era_mark())
                    AND (@extschema@.era_grace(@extschema@.era_mark()) IS NULL OR clock_timestamp() >= @extschema@.era_grace(@extschema@.era_mark()))
                 ON CONFLICT ON CONSTRAINT leases_pkey DO NOTHING
@@ -787,7 +787,7 @@ BEGIN
         -- version before re-checking it).
         BEGIN
             UPDATE @extschema@.leases AS l
-               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + least(renew.ttl, @extschema@.limit_ttl())) AT TIME ZONE 'UTC')
+               SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + pg_catalog.interval_smaller(renew.ttl, coalesce(@extschema@.limit_ttl(), renew.ttl))) AT TIME ZONE 'UTC')
              WHERE l.name = renew.name AND l.owner = renew.owner AND l.epoch = renew.epoch
                AND l.expires_at > clock_timestamp() AND l.session_id IS NULL
             RETURNING 'ok', l.expires_at INTO STRICT status, expires_at;
