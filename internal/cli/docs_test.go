@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/pglease/pglease-gen/internal/model"
 )
 
 // The documents a reader meets: the README and everything in docs/.
@@ -220,5 +223,90 @@ func TestDocsHoldNoRunLog(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+var updateDocVersions = flag.Bool("update-doc-versions", false, "rewrite the docs' names of the current version to the model's")
+
+// currentVersion finds the places where the docs name the version a build
+// writes now (an artefact's file name, an image tag, a package's version,
+// what CREATE EXTENSION installs), not a version's history: group 1 is the
+// version.
+var currentVersion = regexp.MustCompile(`(?:pg_lease-|pg-lease-|pg-lease_|pg_lease_(?:NN|\d+)-|pg_lease:|build/pg_lease--|installs )(\d+\.\d+\.\d+)` +
+	`|(\d+\.\d+\.\d+)-1(?:PGSTY|ACME|\.pgdg)`)
+
+// TestDocsNameTheCurrentVersion: where the README and docs/ name what a
+// build writes now (pg_lease-X.tar.gz, pg_lease_17-X-1PGSTY.el9, an image
+// tag, CREATE EXTENSION's version), X is the model's default version; with
+// -update-doc-versions the test writes it there.
+func TestDocsNameTheCurrentVersion(t *testing.T) {
+	want := model.PgLease.Version()
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		changed := false
+		for i, l := range lines {
+			var out strings.Builder
+			last := 0
+			for _, m := range currentVersion.FindAllStringSubmatchIndex(l, -1) {
+				s, e := m[2], m[3]
+				if s < 0 {
+					s, e = m[4], m[5]
+				}
+				if got := l[s:e]; got != want {
+					if !*updateDocVersions {
+						t.Errorf("%s:%d: %q names %s where it means the current version, %s (go test ./internal/cli -run TestDocsNameTheCurrentVersion -update-doc-versions)", filepath.Base(f), i+1, l[m[0]:m[1]], got, want)
+					}
+					out.WriteString(l[last:s])
+					out.WriteString(want)
+					last = e
+				}
+			}
+			if last > 0 {
+				out.WriteString(l[last:])
+				lines[i] = out.String()
+				changed = true
+			}
+		}
+		if changed && *updateDocVersions {
+			if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestDocsListEveryScript: the section on versions and upgrading names
+// every install and update script the packages carry, and no other.
+func TestDocsListEveryScript(t *testing.T) {
+	b, err := os.ReadFile("../../docs/extension.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "## Versions and upgrading")
+	if i < 0 {
+		t.Fatal("docs/extension.md has no section \"Versions and upgrading\"")
+	}
+	sec := text[i+1:]
+	if j := strings.Index(sec, "\n## "); j >= 0 {
+		sec = sec[:j]
+	}
+	ext := model.PgLease
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(regexp.QuoteMeta(ext.Name)+`--[0-9.]+(?:--[0-9.]+)?\.sql`).FindAllString(sec, -1) {
+		named[strings.TrimSuffix(m, ".sql")+".sql"] = true
+	}
+	for _, s := range ext.Scripts() {
+		if !named[s] {
+			t.Errorf("docs/extension.md, Versions and upgrading: %s is not named", s)
+		}
+		delete(named, s)
+	}
+	for s := range named {
+		t.Errorf("docs/extension.md, Versions and upgrading: %s is named, but the packages carry no such script", s)
 	}
 }
