@@ -11,6 +11,27 @@
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
+# apt_locked runs an apt-get command, waiting while another apt or dpkg
+# holds its lock (a fresh cloud machine's first unattended upgrade): up to
+# APT_LOCK_WAIT seconds (600), saying so every 30 s, then failing with apt's
+# own message. Any other failure fails at once.
+apt_locked() {
+  local waited=0 limit="${APT_LOCK_WAIT:-600}" out rc
+  while :; do
+    rc=0
+    out=$("$@" -o DPkg::Lock::Timeout=5 2>&1) || rc=$?
+    [ "$rc" -eq 0 ] && { [ -z "$out" ] || printf '%s\n' "$out"; return 0; }
+    if ! grep -qE 'Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock directory' <<<"$out" || [ "$waited" -ge "$limit" ]; then
+      printf '%s\n' "$out" >&2
+      [ "$waited" -ge "$limit" ] && echo "deps: apt's lock was still held after ${limit} s: see which process holds it (fuser -v /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock) and run make deps again" >&2
+      return "$rc"
+    fi
+    [ $((waited % 30)) -eq 0 ] && echo "deps: another apt or dpkg holds the lock (an unattended upgrade?): waiting, ${waited} s of at most ${limit} s" >&2
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
+
 need=()
 for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server pgbouncer \
   dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
@@ -25,12 +46,12 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   echo "deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt_locked apt-get update -qq
   # The server package's own cluster is not needed: tests start their own.
   mkdir -p /etc/postgresql-common
   grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf ||
     echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf
-  apt-get install -y -qq --no-install-recommends "${need[@]}"
+  apt_locked apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 # arm64 containers run under qemu: its handler must be registered with the
 # kernel (Debian's package registers it with the F flag, which containers need)
