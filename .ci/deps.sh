@@ -7,7 +7,7 @@
 # source package's build-time tests) and autopkgtest, Patroni with etcd (the
 # HA manager of the patroni-failover fault test), redis-server for the
 # benchmark's peer, pgbouncer for the pooled runs (bench, stress), qemu-user-static for the arm64 containers (registering
-# its handler), shellcheck for actionlint, gpgv and sqv for the signature checks, unzip for the PGXN zip, skopeo for the OCI layouts, and Go's module cache (of both modules). The Docker
+# its handler), shellcheck for actionlint, gpg (a release team's keys, made in the tests), gpgv and sqv for the signature checks, unzip for the PGXN zip, skopeo for the OCI layouts, and Go's module cache (of both modules). The Docker
 # engine comes from .ci/docker.sh.
 set -euo pipefail
 
@@ -36,7 +36,7 @@ need=()
 for pkg in postgresql-15 postgresql-client-15 libpq-dev make debootstrap rpm rpmlint dnf redis-server pgbouncer \
   dpkg-dev debhelper lintian postgresql-server-dev-all postgresql-server-dev-15 xz-utils \
   postgresql-all autopkgtest patroni etcd-server python3-etcd \
-  qemu-user-static binfmt-support shellcheck gpgv sqv unzip skopeo; do
+  qemu-user-static binfmt-support shellcheck gpg gpg-agent gpgv sqv unzip skopeo; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,8 +3,8 @@
 // armored detached ones for repomd.xml and apt's Release.gpg, and the
 // cleartext-signed InRelease. Signatures are v4 with SHA-256 (EL9 refuses
 // SHA-1) and deterministic: no random salt, and a creation time fixed by
-// the build (SOURCE_DATE_EPOCH, or the key's creation if that is later), so
-// that the same key and input give the same bytes.
+// the build (SOURCE_DATE_EPOCH, or the signing key's or subkey's creation
+// if that is later), so that the same key and input give the same bytes.
 package sign
 
 import (
@@ -81,13 +81,24 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 	if err := validNow(file, e, now); err != nil {
 		return nil, err
 	}
-	created := e.PrimaryKey.CreationTime
-	if when.Before(created) {
-		when = created // a signature older than its key is refused by gpgv
+	// The key that signs is the one valid now (the newest signing subkey
+	// that has not expired and is not revoked, else a primary that may
+	// sign), and a signature is never older than it: gpgv and rpm refuse
+	// a signature made before its key or its binding. A release team's
+	// subkey added today thus signs a build dated back to its
+	// SOURCE_DATE_EPOCH at the subkey's own making, the same bytes each
+	// time.
+	k, ok := e.SigningKey(now)
+	if !ok {
+		return nil, fmt.Errorf("signing key %s: has no key valid for signing now (expired, revoked or not a signing key)", file)
 	}
-	k, ok := e.SigningKey(when)
-	if !ok || k.PrivateKey == nil {
-		return nil, fmt.Errorf("signing key %s: has no key valid for signing at %s (expired, revoked or not a signing key)", file, when.UTC().Format(time.RFC3339))
+	for _, t := range []time.Time{e.PrimaryKey.CreationTime, k.PublicKey.CreationTime, k.SelfSignature.CreationTime} {
+		if when.Before(t) {
+			when = t
+		}
+	}
+	if k.PrivateKey == nil || k.PrivateKey.Dummy() {
+		return nil, fmt.Errorf("signing key %s: holds no private part of its signing key %X (exported without it, or kept on a card); export it with gpg --export-secret-subkeys --armor %X!", file, k.PublicKey.Fingerprint, k.PublicKey.Fingerprint)
 	}
 	if k.PrivateKey.Encrypted {
 		return nil, fmt.Errorf("signing key %s: its signing subkey is still encrypted", file)
@@ -296,17 +307,22 @@ func validNow(file string, e *openpgp.Entity, now time.Time) error {
 	if !ok {
 		end := expiry(e.PrimaryKey, primarySig(e))
 		if !end.IsZero() && !end.After(now) {
-			return fmt.Errorf("signing key %s (%s): expired on %s, before now (%s): extend it (gpg --quick-set-expire %s 2y, and its signing subkey) or make a new one", file, fpr, day(end), day(now), fpr)
+			return fmt.Errorf("signing key %s (%s): expired on %s, before now (%s): extend it (gpg --quick-set-expire %s 2y, then its signing subkeys: gpg --quick-set-expire %s 2y '*') or make a new one", file, fpr, day(end), day(now), fpr, fpr)
+		}
+		if len(e.Subkeys) > 0 {
+			return fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): its signing subkeys expired or were revoked, and the primary key only certifies; add one (gpg --quick-add-key %s ed25519 sign 2y) or extend one (gpg --quick-set-expire %s 2y SUBKEY-FINGERPRINT)", file, fpr, day(now), fpr, fpr)
 		}
 		return fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): expired, revoked or not a signing key", file, fpr, day(now))
 	}
 	end := expiry(e.PrimaryKey, primarySig(e))
+	fix := fmt.Sprintf("gpg --quick-set-expire %s 2y", fpr)
 	if sub := expiry(k.PublicKey, k.SelfSignature); k.PublicKey != e.PrimaryKey && !sub.IsZero() && (end.IsZero() || sub.Before(end)) {
 		end = sub
+		fix = fmt.Sprintf("its signing subkey %X expires first: gpg --quick-set-expire %s 2y %X, or add a new one: gpg --quick-add-key %s ed25519 sign 2y", k.PublicKey.Fingerprint, fpr, k.PublicKey.Fingerprint, fpr)
 	}
 	if !end.IsZero() && end.Before(now.Add(MinValidity)) {
-		return fmt.Errorf("signing key %s (%s): expires on %s, within %d days of now (%s); the repositories are good only while their key is (hosts refuse them after it expires): extend it (gpg --quick-set-expire %s 2y) and build again",
-			file, fpr, day(end), int(MinValidity.Hours()/24), day(now), fpr)
+		return fmt.Errorf("signing key %s (%s): expires on %s, within %d days of now (%s); the repositories are good only while their key is (hosts refuse them after it expires): extend it (%s) and build again",
+			file, fpr, day(end), int(MinValidity.Hours()/24), day(now), fix)
 	}
 	return nil
 }
