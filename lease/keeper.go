@@ -58,11 +58,11 @@ type keeper struct {
 	// failures counts the renewals that failed in a row (only the first
 	// of a run is logged as a warning)
 	failures int
-	// looked is when the last check of the session's names looked at the
-	// server, have what it found (name: epoch) and lookWhy why it looked:
-	// a grant sent before that look and added after it is checked by add
+	// looked is when the last check of the session's names (or the one
+	// running) began to look at the server, and lookWhy why it looked: a
+	// grant sent before that and added after it may have been in flight
+	// while the look read the names, so add looks at it again
 	looked  time.Time
-	have    map[string]int64
 	lookWhy string
 	// touched is when the last grant or release under the session was
 	// sent: while the server reports no era, a keep-alive checks the
@@ -98,42 +98,43 @@ func (c *Client) newKeeperLocked(session int64, owner string, sent time.Time) *k
 	return k
 }
 
-// add makes k keep l; a keeper that has ended ends l at once.
+// add makes k keep l; a keeper that has ended ends l at once. A grant
+// sent before a check of the session's names began to look, and answered
+// after, was in flight while the check read the names: whether the fault
+// that made the check lost it, or it committed after the check's read,
+// only a look after its answer can tell, so add looks at its name (a
+// failed look ends it: safe).
 func (k *keeper) add(l *Lease) {
 	k.mu.Lock()
 	lost := k.lost
-	var missed error
-	var epoch int64
-	var found bool
+	recheck := false
+	why := k.lookWhy
 	if lost == nil {
 		k.leases[l] = struct{}{}
+		l.added = time.Now()
 		if l.sent.After(k.touched) {
 			k.touched = l.sent
 		}
-		// sent before the last check's look, and answered after it took
-		// its list of leases: the check did not see it, so it is judged
-		// by what the look found (a grant it lacks was lost with the
-		// server's history, or committed after the look: ended either
-		// way, and the name released after the next keep-alive)
-		if !k.looked.IsZero() && l.sent.Before(k.looked) {
-			epoch, found = k.have[l.Name]
-			if !found || epoch != l.Epoch {
-				missed = &LostError{Name: l.Name, Epoch: l.Epoch, Reason: k.lookWhy}
-			}
-		}
+		recheck = !k.looked.IsZero() && l.sent.Before(k.looked)
 	}
 	k.mu.Unlock()
-	switch {
-	case lost != nil:
+	if lost != nil {
 		l.end(lost(l))
-	case missed != nil:
-		l.end(missed)
-		if !found {
-			epoch = l.Epoch
-		}
-		k.c.leaveOver(leftover{k: k, name: l.Name, epoch: epoch})
-		k.c.log.Info("pg_lease: a grant in flight while the session's names were checked ended", "why", k.lookWhy, "name", l.Name, "epoch", l.Epoch)
+		return
 	}
+	if !recheck {
+		return
+	}
+	st, err := k.c.inspect(context.Background(), l.Name)
+	if err == nil && st.held && st.owner == k.owner && st.epoch == l.Epoch {
+		k.c.log.Info("pg_lease: a grant in flight while the session's names were checked is held", "why", why, "name", l.Name, "epoch", l.Epoch)
+		return
+	}
+	l.end(&LostError{Name: l.Name, Epoch: l.Epoch, Reason: why})
+	if err == nil && st.held && st.owner == k.owner {
+		k.c.leaveOver(leftover{k: k, name: l.Name, epoch: st.epoch})
+	}
+	k.c.log.Info("pg_lease: a grant in flight while the session's names were checked ended", "why", why, "name", l.Name, "epoch", l.Epoch, "look", err)
 }
 
 // remove stops keeping l (it ended); a lease's own keeper ends with it.
@@ -398,17 +399,21 @@ func sameEra(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 
 // checkNames ends the leases under session k that the server no longer
 // holds under it with their epochs: the era changed, and a failover or a
-// restore lost their grants. It checks every lease whose grant was sent
-// before its look at the server (a grant sent after it went to the server
+// restore lost their grants. It checks every lease answered before its
+// look at the server began (a grant sent after that went to the server
 // that answered the look, or, were the old primary still taking writes,
-// to a split brain, which no check can help); a grant sent before the look
-// and committed after it is ended too (safe, and only at a change of era),
-// and so is one answered after the look, which add judges.
+// to a split brain, which no check can help); one sent before and
+// answered after is add's to judge, by a look of its own.
 // A name the session holds under another epoch (a restore to an earlier
 // grant), or holds while the client does not (a lost release), is
 // released after the next keep-alive.
 func (k *keeper) checkNames(why string) error {
 	looked := time.Now()
+	// (a lease added from now on is judged by add, which looks again)
+	k.mu.Lock()
+	before, beforeWhy := k.looked, k.lookWhy
+	k.looked, k.lookWhy = looked, why
+	k.mu.Unlock()
 	have := map[string]int64{}
 	_, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, sessionNamesSQL, k.owner)
@@ -424,21 +429,28 @@ func (k *keeper) checkNames(why string) error {
 		return err
 	})
 	if err != nil {
+		// (not looked: a keep-alive without an era looks again)
+		k.mu.Lock()
+		if k.looked.Equal(looked) {
+			k.looked, k.lookWhy = before, beforeWhy
+		}
+		k.mu.Unlock()
 		return fmt.Errorf("the session's names could not be checked (%s): %w", why, err)
 	}
-	// (the look, and the leases it judges, in one step: a lease added
-	// after it is judged by add)
+	// the leases added before the look began: answered before it, so a
+	// grant the look lacks is not on the server that answered it
 	k.mu.Lock()
-	k.looked, k.have, k.lookWhy = looked, have, why
 	leases := make([]*Lease, 0, len(k.leases))
 	for l := range k.leases {
-		leases = append(leases, l)
+		if l.added.Before(looked) {
+			leases = append(leases, l)
+		}
 	}
 	k.mu.Unlock()
 	lost := 0
 	for _, l := range leases {
 		epoch, ok := have[l.Name]
-		if (ok && epoch == l.Epoch) || !l.sent.Before(looked) {
+		if ok && epoch == l.Epoch {
 			continue
 		}
 		lost++

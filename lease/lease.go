@@ -30,6 +30,7 @@ type Lease struct {
 	c      *Client
 	k      *keeper         // keeps it alive; its deadline is the lease's
 	sent   time.Time       // when its grant was sent
+	added  time.Time       // when its keeper took it (under the keeper's mu)
 	ctx    context.Context // ends (Done, Cause) when the lease ends
 	cancel context.CancelCauseFunc
 	held   *heldCtx // Context: ctx, and Err that consults the clock

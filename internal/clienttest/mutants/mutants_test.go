@@ -42,7 +42,7 @@ var mutants = []mutant{
 	// a warned commit handed out without lease.inspect
 	{"nosettle", []edit{{"client.go",
 		"\t// unknown: only lease.inspect can say whether this grant was made",
-		"\tif err == nil && acquired && epoch != nil {\n\t\treturn hold(*epoch), nil\n\t}"}},
+		"\tif err == nil && acquired && epoch != nil {\n\t\treturn hold(*epoch, c.cfg.TTL), nil\n\t}"}},
 		"TestCancelledWaitSettled", "the grant was not settled by inspect", nil},
 	// a deadline counted from the reply, not from the send
 	{"replyclock", []edit{
@@ -69,8 +69,13 @@ var mutants = []mutant{
 		"TestNamesCheckedWhenReleasedBehind", "is still believed at its deadline", nil},
 	// a grant answered after the check of the session's names took its
 	// list of leases, left unchecked (finding 8)
-	{"inflightunchecked", []edit{{"keeper.go", "if !k.looked.IsZero() && l.sent.Before(k.looked) {", "if false {"}},
+	{"inflightunchecked", []edit{{"keeper.go", "recheck = !k.looked.IsZero() && l.sent.Before(k.looked)", "recheck = false"}},
 		"TestGrantInFlightCheckedWithTheEra", "nothing checked it", nil},
+	// every grant in flight during a check ended, without a look after
+	// its answer (the client before this one: safe, but a busy session's
+	// first grants after a restart all ended)
+	{"inflightended", []edit{{"keeper.go", "st, err := k.c.inspect(context.Background(), l.Name)", "st, err := state{}, error(nil)"}},
+		"TestGrantInFlightCheckedWithTheEra", "the grant committed after the check's read ended", nil},
 	// every keep-alive without an era reads the whole list (0.5.0's
 	// client, finding 9)
 	{"nilalwayschecks", []edit{{"keeper.go", "era == nil && k.touchedSinceLook()", "era == nil"}},
