@@ -236,15 +236,31 @@ func (s *Signer) Identity() string {
 }
 
 // Generate makes a key for testing and for first use: RSA of bits (or,
-// with bits 0, Ed25519), SHA-256 self-signatures, created at when; the
-// private key is armored and, given a passphrase, protected by it.
-func Generate(name, email string, bits int, passphrase []byte, when time.Time) (private, public []byte, err error) {
+// with bits 0, Ed25519), SHA-256 self-signatures, created at when and
+// valid for life (0: no expiry); the private key is armored and, given a
+// passphrase, protected by it.
+func Generate(name, email string, bits int, passphrase []byte, when time.Time, life time.Duration) (private, public []byte, err error) {
 	if name == "" || email == "" {
 		return nil, nil, errors.New("a key needs a name and an email")
 	}
+	// a user ID is "name <email>": anything that would read as more than
+	// that is refused (go-crypto's own message names none of it)
+	if i := strings.IndexFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f || strings.ContainsRune("()<>", r) }); i >= 0 {
+		return nil, nil, fmt.Errorf("key name %q: holds %q; a user ID's name is plain text, without control characters, parentheses or angle brackets", name, name[i:i+1])
+	}
+	if strings.TrimSpace(name) != name {
+		return nil, nil, fmt.Errorf("key name %q: starts or ends with a space", name)
+	}
+	local, domain, ok := strings.Cut(email, "@")
+	if !ok || local == "" || domain == "" || strings.ContainsFunc(email, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("()<>,;:\\\"[]", r) }) || strings.Count(email, "@") != 1 {
+		return nil, nil, fmt.Errorf("key email %q: not an address (local@domain, no spaces, brackets or control characters)", email)
+	}
+	if life < 0 || life > 0 && life < 24*time.Hour || life.Seconds() > float64(^uint32(0)) {
+		return nil, nil, fmt.Errorf("key lifetime %v: at least a day and at most 136 years, or 0 for none", life)
+	}
 	cfg := &packet.Config{
 		Algorithm: packet.PubKeyAlgoRSA, RSABits: bits, DefaultHash: crypto.SHA256,
-		Time: func() time.Time { return when },
+		Time: func() time.Time { return when }, KeyLifetimeSecs: uint32(life.Seconds()),
 	}
 	if bits == 0 {
 		cfg.Algorithm, cfg.Curve = packet.PubKeyAlgoEdDSA, packet.Curve25519
