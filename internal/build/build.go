@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,14 +56,21 @@ type Options struct {
 // rpmbuild and dpkg.
 func ParseBuilders(s string) ([]string, error) {
 	var out []string
+	seen := map[string]bool{}
 	for _, b := range strings.Split(s, ",") {
-		switch b = strings.TrimSpace(b); b {
-		case rpm.PureGo:
-		case rpm.Rpmbuild, deb.Dpkg:
+		b = strings.TrimSpace(b)
+		switch {
+		case seen[b]:
+			return nil, fmt.Errorf("--builder %q: names %s twice", s, b)
+		case b == rpm.PureGo && s != rpm.PureGo:
+			return nil, fmt.Errorf("--builder %q: go is the pure-Go builder of everything, alone; the native tools are rpmbuild, dpkg or rpmbuild,dpkg", s)
+		case b == rpm.PureGo:
+		case b == rpm.Rpmbuild || b == deb.Dpkg:
 			out = append(out, b)
 		default:
 			return nil, fmt.Errorf("unknown --builder %q: use go, rpmbuild, dpkg or rpmbuild,dpkg", b)
 		}
+		seen[b] = true
 	}
 	return out, nil
 }
@@ -187,10 +195,38 @@ func ParseRepoURL(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("repository URL %q (--repo-url, repo_url): %s; give the absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s, why)
+	}
+	// what apt's sources and dnf's baseurl both read as one plain URI: dnf
+	// expands $variables and splits on spaces and commas, apt refuses
+	// spaces and quotes
+	if i := strings.IndexFunc(s, func(r rune) bool {
+		return r <= ' ' || r >= 0x7f || strings.ContainsRune("$,\"'`\\{}|^<>", r)
+	}); i >= 0 {
+		return bad(fmt.Sprintf("holds %q, which apt or dnf would read as more than a URL (percent-encode it)", s[i:i+1]))
+	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") || u.RawQuery != "" || u.Fragment != "" ||
-		(u.Scheme != "file" && u.Host == "") {
-		return "", fmt.Errorf("repository URL %q (--repo-url, repo_url) is not an absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s)
+	switch {
+	case err != nil:
+		return bad(err.Error())
+	case u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file":
+		return bad("not http, https or file")
+	case u.Opaque != "":
+		return bad("a relative file URL (file:///absolute/path)")
+	case u.User != nil:
+		return bad("holds a user name or password, which would be published in every host file")
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#"):
+		return bad("has a query or fragment")
+	case u.Scheme != "file" && u.Hostname() == "":
+		return bad("has no host")
+	case u.Scheme == "file" && u.Host != "":
+		return bad("a file URL names a host (file:///absolute/path)")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad(fmt.Sprintf("port %s is not 1 to 65535", p))
+		}
 	}
 	return strings.TrimRight(s, "/"), nil
 }

@@ -120,6 +120,9 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if _, err := build.Buildable(distros, majors); err != nil {
 		return err
 	}
+	if c.allowUnsigned && c.signKey != "" {
+		return errors.New("--allow-unsigned and --sign-key say opposite things: keep one (--sign-key signs the repositories and host files check the signatures)")
+	}
 	if c.repoURL != "" && c.signKey == "" && !c.allowUnsigned {
 		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
 			model.PgLease.RepoFile(), model.PgLease.SourcesFileFor("CODENAME"))

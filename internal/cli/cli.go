@@ -106,8 +106,12 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("pglease-gen {{ .Version }}\n")
 	root.AddCommand(newRender(), newBuild(), newTest(), newImages(), newKeygen(), newStress(), newVersion())
+	root.SetFlagErrorFunc(flagError)
 	for _, c := range root.Commands() {
 		completions(c)
+		if c.Args != nil {
+			c.Args = noArgs
+		}
 	}
 	// (cobra adds it when it executes; added here, the tree the docs test
 	// reads has it too)
@@ -121,4 +125,29 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// noArgs refuses a stray argument saying what it is (cobra's own message,
+// unknown command "extra", suggests a subcommand where none is).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments, only flags (--name value), and got %q; see %s --help", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// flagError says what a flag's value must be, without the parser's words
+// (strconv.ParseInt: parsing "2.5": invalid syntax).
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ": strconv.Parse"); i >= 0 {
+		what := "a whole number"
+		if strings.Contains(msg[i:], "ParseBool") {
+			what = "true or false"
+		} else if strings.Contains(msg[i:], "out of range") {
+			what = "a whole number in range"
+		}
+		msg = msg[:i] + ": give " + what
+	}
+	return fmt.Errorf("%s; see %s --help", msg, cmd.CommandPath())
 }
