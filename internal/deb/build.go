@@ -59,7 +59,12 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			return nil, nil, err
 		}
 		majors := dis.MajorsOf(o.Majors)
-		debian, err := dist.Debian(dd, o.Src, majors)
+		// one source package per version and release, whatever majors
+		// this build makes debs of: its debian/ names every major the
+		// release gets (a .dsc of a subset differed in its Binary: from
+		// the whole build's, under the same name, and a repository
+		// merged from two builds had two)
+		debian, err := dist.Debian(dd, o.Src, dis.MajorsOf(o.Ext.Majors))
 		if err != nil {
 			return nil, nil, err
 		}
