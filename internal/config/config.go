@@ -29,7 +29,7 @@ const DefaultFile = "pglease-gen.yaml"
 
 // Example is a minimal file, as the README and build --help show it.
 const Example = `# pglease-gen.yaml: a packager's settings (every key is optional)
-vendor: ACME                      # the release suffix: 1ACME.el9, 0.4.0-1ACME~bookworm
+vendor: ACME                      # the release suffix: -1ACME.el9, -1ACME~bookworm
 maintainer: ACME packaging <packages@acme.example>
 repo_url: https://packages.acme.example/pg_lease   # writes the host files: sign with --sign-key
 image_repository: registry.acme.example/pg_lease
