@@ -181,14 +181,19 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		fmt.Fprintf(w, "%-14s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
 	}
 	fmt.Fprintln(w)
-	for _, line := range nextSteps(c.out, c.repoURL, signer != nil) {
+	images := false
+	for _, a := range arts {
+		images = images || strings.HasPrefix(a.Path, build.ImagesDir+"/")
+	}
+	for _, line := range nextSteps(c.out, c.repoURL, signer != nil, images) {
 		fmt.Fprintln(w, line)
 	}
 	return nil
 }
 
-// nextSteps says what to do with what build wrote.
-func nextSteps(out, repoURL string, signed bool) []string {
+// nextSteps says what to do with what build wrote (images: whether it
+// made CloudNativePG images).
+func nextSteps(out, repoURL string, signed, images bool) []string {
 	e := model.PgLease
 	where := "the URL you will pass as --repo-url"
 	if repoURL != "" {
@@ -199,7 +204,9 @@ func nextSteps(out, repoURL string, signed bool) []string {
 		fmt.Sprintf("  publish %s/ as it is at %s (dnf and apt read the el*/ and apt/ trees; hosts take %s or %s)",
 			out, where, e.RepoFile(), e.SourcesFileFor("CODENAME")),
 		fmt.Sprintf("  upload %s to PGXN; attach %s and SHA256SUMS to the release", filepath.Join(out, e.PGXNZip()), filepath.Join(out, e.Tarball())),
-		fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, build.ImagesDir)),
+	}
+	if images {
+		lines = append(lines, fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, build.ImagesDir)))
 	}
 	if !signed {
 		lines = append(lines, "  unsigned: hosts with gpgcheck=1 refuse these packages; build again with --sign-key FILE to publish")

@@ -480,3 +480,21 @@ func TestBuildWithDpkg(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestNextStepsNameWhatWasBuilt: a build without CloudNativePG images
+// (PostgreSQL 17: image volumes begin with 18) is not told to push them;
+// one with them is.
+func TestNextStepsNameWhatWasBuilt(t *testing.T) {
+	for _, c := range []struct {
+		pg, distro string
+		images     bool
+	}{{"17", "el9", false}, {"18", "el9", true}} {
+		code, out, errs := run(t, "build", "--out", filepath.Join(t.TempDir(), "dist"), "--pg", c.pg, "--distro", c.distro)
+		if code != ExitOK {
+			t.Fatalf("build --pg %s --distro %s: exit %d\n%s", c.pg, c.distro, code, errs)
+		}
+		if got := strings.Contains(out, "push the CloudNativePG images"); got != c.images {
+			t.Errorf("build --pg %s --distro %s: told to push images: %v; want %v\n%s", c.pg, c.distro, got, c.images, out)
+		}
+	}
+}
