@@ -104,17 +104,16 @@ func ChangelogDate(date string) (string, error) {
 	return t.Format("Mon Jan 02 2006"), nil
 }
 
-// DebianDate turns 2026-11-29 into a Debian changelog date at noon UTC,
-// as RFC 5322 writes it: Sun, 29 Nov 2026 12:00:00 +0000 (the RPM
-// changelog's entries stand at noon too); 2026-11-29 20:00, a second
-// release on one day, at that time.
+// DebianDate turns 2026-11-29 into a Debian changelog date at midnight
+// UTC, as RFC 5322 writes it: Sun, 29 Nov 2026 00:00:00 +0000, the time
+// the build's SOURCE_DATE_EPOCH, the Release's Date: and the RPMs'
+// BUILDTIME give the same entry (a release dated today, built this
+// morning, dated nothing in the future); 2026-11-29 20:00, a second
+// release on one day, at that time. (RPM changelogs hold days only.)
 func DebianDate(date string) (string, error) {
-	t, timed, err := changeDate(date)
+	t, _, err := changeDate(date)
 	if err != nil {
 		return "", fmt.Errorf("debianDate: %w", err)
-	}
-	if !timed {
-		t = t.Add(12 * time.Hour)
 	}
 	return t.Format("Mon, 02 Jan 2006 15:04:05 -0700"), nil
 }

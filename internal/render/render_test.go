@@ -77,3 +77,20 @@ func TestDiffFindsStaleAndMissing(t *testing.T) {
 		t.Errorf("Diff = %v, %v; want a differing, b missing", stale, err)
 	}
 }
+
+// TestDebianDateIsTheReleaseTime: a changelog entry of a day stands at
+// that day's midnight UTC in the Debian changelog, the time Change.Time
+// gives the build's SOURCE_DATE_EPOCH, the Release's Date: and BUILDTIME
+// (it stood at noon, hours after them); one with a time, at that time.
+func TestDebianDateIsTheReleaseTime(t *testing.T) {
+	for _, date := range []string{"2026-11-29", "2026-11-29 20:00"} {
+		got, err := render.DebianDate(date)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := model.Change{Date: date}.Time().Format("Mon, 02 Jan 2006 15:04:05 -0700")
+		if got != want {
+			t.Errorf("%s: the Debian changelog says %s; the release time is %s", date, got, want)
+		}
+	}
+}
