@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,13 @@ const marker = ".pglease-build"
 // write, and a build directory holding files the build did not write (a
 // file added by hand would be removed without a word).
 func CheckOut(dir string) error {
+	// (a link to a directory: what is checked and replaced is its target)
+	if target, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = target
+	}
+	if mountPoint(dir) {
+		return fmt.Errorf("--out %s is a mount point: the build writes a new tree beside the old one and swaps them, which a mount point cannot be; give a directory inside it (--out %s)", dir, filepath.Join(dir, "dist"))
+	}
 	for p := filepath.Dir(filepath.Clean(dir)); ; p = filepath.Dir(p) {
 		if _, err := os.Stat(p); err == nil {
 			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
@@ -92,13 +100,34 @@ func pathErr(err error) error {
 // beside dir and swaps it in, so dir is never half-written. It refuses to
 // replace a non-empty directory that it did not write.
 func Publish(dir string, files render.Files) error {
+	return PublishContext(context.Background(), dir, files)
+}
+
+// PublishContext is Publish that gives up, leaving dir as it was and no
+// staging behind, once ctx is done (a build stopped by a signal) before
+// the swap. A dir that is a symbolic link to a directory (a web root) is
+// published into: the link stays, its target is replaced. Staging
+// directories a killed build left beside dir are removed first (two
+// builds into one --out at once are not supported).
+func PublishContext(ctx context.Context, dir string, files render.Files) error {
 	dir = filepath.Clean(dir)
+	if target, err := filepath.EvalSymlinks(dir); err == nil && target != dir {
+		dir = target
+	}
 	if err := CheckOut(dir); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("--out %s left as it was: %w", dir, context.Cause(ctx))
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "."+filepath.Base(dir)+".new-*")); len(left) > 0 {
+		for _, l := range left {
+			os.RemoveAll(l)
+		}
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
 	if err != nil {
@@ -117,6 +146,10 @@ func Publish(dir string, files render.Files) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		os.RemoveAll(tmp)
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("--out %s left as it was: %w", dir, context.Cause(ctx))
 	}
 	old := ""
 	if _, err := os.Stat(dir); err == nil {
@@ -137,4 +170,15 @@ func Publish(dir string, files render.Files) error {
 		return os.RemoveAll(old)
 	}
 	return nil
+}
+
+// mountPoint reports whether dir is a directory on another file system
+// than its parent's (a tmpfs, a Docker volume, a bind mount of another
+// device).
+func mountPoint(dir string) bool {
+	var a, b syscall.Stat_t
+	if syscall.Stat(dir, &a) != nil || syscall.Stat(filepath.Dir(dir), &b) != nil {
+		return false
+	}
+	return a.Dev != b.Dev
 }

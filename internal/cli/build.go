@@ -151,7 +151,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := build.Publish(c.out, files); err != nil {
+	if err := build.PublishContext(cmd.Context(), c.out, files); err != nil {
 		return err
 	}
 	step("wrote %d files into %s", len(files), c.out)

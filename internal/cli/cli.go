@@ -70,19 +70,46 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+
+// stoppedBy is the cause of a run's context cancelled by a signal.
+type stoppedBy struct{ sig syscall.Signal }
+
+func (s stoppedBy) Error() string  { return "stopped by " + s.sig.String() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // Run runs pglease-gen with args (without the program name) and returns the
 // process exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// the first SIGINT or SIGTERM cancels the work (a build then keeps
+	// the old output and removes its staging) and exits 128 + the
+	// signal's number, as a shell reports it; a second one kills
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(stoppedBy{sig.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	var stop stoppedBy
+	if errors.As(context.Cause(ctx), &stop) {
+		if err != nil {
+			fmt.Fprintf(stderr, "pglease-gen: %v\n", err)
+		}
+		fmt.Fprintf(stderr, "pglease-gen: stopped by %s; nothing was published\n", stop.sig)
+		return 128 + int(stop.sig)
+	}
 	if err == nil {
 		return ExitOK
 	}
