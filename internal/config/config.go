@@ -328,7 +328,7 @@ func applyRelease(s Settings, ext model.Extension, pkg *model.Packaging) error {
 	if s.ReleaseDate == "" || s.ReleaseNote == "" {
 		return fmt.Errorf("release %d needs release_date (YYYY-MM-DD, or YYYY-MM-DD HH:MM) and release_note (one line): the changelogs record every release", s.Release)
 	}
-	c := model.Change{Date: s.ReleaseDate, Version: ext.Version(), Release: s.Release, Lines: []string{s.ReleaseNote}}
+	c := model.Change{Date: s.ReleaseDate, Version: ext.Version(), Release: s.Release, Items: []string{s.ReleaseNote}}
 	when, err := changeTime(s.ReleaseDate)
 	if err != nil {
 		return err

@@ -106,7 +106,7 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := a.Pkg.Changelog[0]
-	if a.Pkg.Release != 2 || c.Release != 2 || c.Version != model.PgLease.Version() || c.Lines[0] != "Rebuilt for ACME" || a.Suffix != "PGDG" {
+	if a.Pkg.Release != 2 || c.Release != 2 || c.Version != model.PgLease.Version() || c.Items[0] != "Rebuilt for ACME" || a.Suffix != "PGDG" {
 		t.Errorf("release applied as %d, newest entry %+v, suffix %s", a.Pkg.Release, c, a.Suffix)
 	}
 	if len(model.Packages.Changelog) != before || model.Packages.Release != 1 {

@@ -51,7 +51,9 @@ type Change struct {
 	Date    string // YYYY-MM-DD, or YYYY-MM-DD HH:MM (UTC) for a second release on one day
 	Version string
 	Release int
-	Lines   []string
+	// Items are the entry's items, each a sentence or two of any length:
+	// Bullets wraps them as each changelog format does
+	Items []string
 	// By and Suffix are who made the release and its release suffix;
 	// empty: the packaging's own (the project's entries leave them empty,
 	// and a packager's build stamps them, so that its entry is the
@@ -98,35 +100,26 @@ var Packages = Packaging{
 	DebArches:   []string{"amd64", "arm64"},
 	Changelog: []Change{{
 		Date: "2026-12-04 22:00", Version: "0.5.1", Release: 1,
-		Lines: []string{
-			"Security: on PostgreSQL 14 the installer could run code as superuser",
-			"through objects it created in schema lease; 0.5.0 users on 14: update",
-			"(ALTER EXTENSION pg_lease UPDATE) and check the installer's role",
-			"(a schema lease made before CREATE EXTENSION, on any major, too)",
-			"A lowered maximum TTL reaches every session's next call at once",
-			"and always keeps the grace as long as the leases it allowed",
+		Items: []string{
+			"Security: on PostgreSQL 14 the installer could run code as superuser through objects it created in schema lease; 0.5.0 users on 14: update (ALTER EXTENSION pg_lease UPDATE) and check the installer's role (a schema lease made before CREATE EXTENSION, on any major, too)",
+			"A lowered maximum TTL reaches every session's next call at once and always keeps the grace as long as the leases it allowed",
 			"A session's lease.synchronous_commit raises a database floor of session",
-			"purge never removes a name whose session a keep-alive is renewing;",
-			"keep_alive reports how many of the session's names release released",
+			"purge never removes a name whose session a keep-alive is renewing; keep_alive reports how many of the session's names release released",
 			"The installer's own pg_dump and pg_restore carry every lease and epoch",
-			"Security: session ids are random, and no answer tells another owner's",
-			"session from none (0.5.0's ids could be guessed from one's own)",
-			"A raised maximum TTL takes effect after a delay (set_max_ttl's new",
-			"argument, 1 minute), so that a standby promoted within it has it",
+			"Security: session ids are random, and no answer tells another owner's session from none (0.5.0's ids could be guessed from one's own)",
+			"A raised maximum TTL takes effect after a delay (set_max_ttl's new argument, 1 minute), so that a standby promoted within it has it",
+			"A holder believes a grant for expires_at - clock_timestamp(), read in the statement that asked, from its own send: an idempotent re-acquire or a grant under an older session holds less than its TTL",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,
-		Lines: []string{
+		Items: []string{
 			"Sessions: one keep-alive renews every name under it; close releases them",
-			"The grace: after a crash, promotion or restore no name goes to a new",
-			"holder until every lease the fault may have lost has run out",
-			"lease.max_ttl (1 minute on a fresh install) bounds the grace; renewals",
-			"commit without a flush; an updated database keeps 0.4.0's behaviour",
-			"until its installer calls lease.set_max_ttl",
+			"The grace: after a crash, promotion or restore no name goes to a new holder until every lease the fault may have lost has run out",
+			"lease.max_ttl (1 minute on a fresh install) bounds the grace; renewals commit without a flush; an updated database keeps 0.4.0's behaviour until its installer calls lease.set_max_ttl",
 		},
 	}, {
 		Date: "2026-12-01 20:00", Version: "0.4.0", Release: 1,
-		Lines: []string{
+		Items: []string{
 			"0.3.0 users: update before pg_upgrade or a restore (0.3.0 fails there)",
 			"Eras survive pg_upgrade, restores in place and crash restarts",
 			"Rows restored without their eras move to an era above them",
@@ -135,7 +128,7 @@ var Packages = Packaging{
 		},
 	}, {
 		Date: "2026-12-01", Version: "0.3.0", Release: 1,
-		Lines: []string{
+		Items: []string{
 			"Eras: after a restart, a promotion or a restore, epochs are above all before",
 			"A change to a lease commits at least at synchronous_commit = on",
 			"lease.current_era(), lease.new_era(), lease.synchronous_commit",
@@ -143,7 +136,7 @@ var Packages = Packaging{
 		},
 	}, {
 		Date: "2026-11-30", Version: "0.2.0", Release: 1,
-		Lines: []string{
+		Items: []string{
 			"lease.guard fences writes in the caller's transaction",
 			"lease.purge deletes released and lapsed names; lease.list",
 			"A blocking acquire never waits past max_wait, lock waits included",
@@ -151,7 +144,7 @@ var Packages = Packaging{
 		},
 	}, {
 		Date: "2026-11-29", Version: "0.1.0", Release: 1,
-		Lines: []string{
+		Items: []string{
 			"First release: lease.acquire, renew, release and inspect with fencing epochs",
 			"Tested with pg_regress and isolation suites on PostgreSQL 14 to 18",
 		},
@@ -324,4 +317,28 @@ func DebArch(goarch string) string {
 		return "ppc64el"
 	}
 	return goarch
+}
+
+// Bullets lays items out as a changelog does: each item's first line
+// starts with first ("  * " in Debian's, "- " in RPM's), the lines it
+// wraps onto with cont, none longer than width unless one word is.
+func Bullets(items []string, first, cont string, width int) []string {
+	var out []string
+	for _, item := range items {
+		line := first
+		fresh := true
+		for _, w := range strings.Fields(item) {
+			if !fresh && len(line)+1+len(w) > width {
+				out = append(out, line)
+				line, fresh = cont, true
+			}
+			if !fresh {
+				line += " "
+			}
+			line += w
+			fresh = false
+		}
+		out = append(out, line)
+	}
+	return out
 }

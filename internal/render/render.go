@@ -77,6 +77,7 @@ func FuncMap() template.FuncMap {
 	fm["debianDate"] = DebianDate
 	fm["debianText"] = DebianText
 	fm["rpmEscape"] = RPMEscape
+	fm["bullets"] = func(items []string, first, cont string) []string { return model.Bullets(items, first, cont, 80) }
 	return fm
 }
 

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/cavaliergopher/cpio"
+
+	"github.com/pglease/pglease-gen/internal/model"
 )
 
 // Main header tags (rpm's lib/rpmtag.h).
@@ -304,7 +306,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 	for _, c := range p.Changelog {
 		times = append(times, int32(c.Day().Unix()))
 		who = append(who, c.Who(p.Maintainer)+" - "+c.EVR(p.Suffix))
-		text = append(text, "- "+strings.Join(c.Lines, "\n- "))
+		text = append(text, strings.Join(model.Bullets(c.Items, "- ", "  ", 80), "\n"))
 	}
 	if len(times) > 0 {
 		h.int32s(tagChangelogTime, times...)
