@@ -16,6 +16,13 @@ import (
 // marker marks a directory Publish wrote, which it may replace.
 const marker = ".pglease-build"
 
+// IsOutput reports whether dir is a build's output (Publish wrote it and
+// replaces it whole).
+func IsOutput(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, marker))
+	return err == nil
+}
+
 // CheckOut says whether Publish may replace dir: a missing or empty
 // directory, or one that Publish wrote. The build calls it before the
 // work, so that a refused --out costs nothing.

@@ -75,6 +75,38 @@ func TestRenderCheckFindsStaleFile(t *testing.T) {
 	}
 }
 
+// TestRenderCheckFindsStrayAndRefusesABuild: a script of a version render
+// does not write (the model dropped it; PostgreSQL would still offer it)
+// fails --check, which said "up to date"; and render refuses to write into
+// a build's output, which the next build replaces whole.
+func TestRenderCheckFindsStrayAndRefusesABuild(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := run(t, "render", "--out", dir); code != ExitOK {
+		t.Fatal(errs)
+	}
+	os.WriteFile(filepath.Join(dir, model.PgLease.Name+"--0.0.9.sql"), []byte("-- old\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine\n"), 0o644)
+	code, _, errs := run(t, "render", "--out", dir, "--check")
+	if code != ExitFailure || !strings.Contains(errs, "stray: "+model.PgLease.Name+"--0.0.9.sql") || strings.Contains(errs, "notes.txt") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the stray script only", code, errs)
+	}
+	out := filepath.Join(t.TempDir(), "dist")
+	if code, _, errs := run(t, "build", "--out", out, "--pg", "17", "--distro", "el9"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	code, _, errs = run(t, "render", "--out", out)
+	if code != ExitUsage || !strings.Contains(errs, "is a build's output") {
+		t.Errorf("render into a build's output: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(out, model.PgLease.ControlFile())); err == nil {
+		t.Error("render wrote into the build's output")
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS")); string(after) != string(before) {
+		t.Error("the build's output changed")
+	}
+}
+
 func TestBadUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"render", "extra-arg"},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/build"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 )
@@ -36,12 +37,19 @@ func (c *renderCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if build.IsOutput(c.out) {
+		return fmt.Errorf("--out %s is a build's output, which pglease-gen build writes and replaces whole: render into another directory (the default is build)", c.out)
+	}
 	if c.check {
 		stale, err := render.Diff(c.out, files)
 		if err != nil {
 			return err
 		}
-		if len(stale) > 0 {
+		stray, err := render.Stray(c.out, model.PgLease, files)
+		if err != nil {
+			return err
+		}
+		if len(stale)+len(stray) > 0 {
 			for _, s := range stale {
 				word := "differs"
 				if s.Missing {
@@ -49,7 +57,10 @@ func (c *renderCmd) run(cmd *cobra.Command) error {
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", word, s.Name)
 			}
-			return &exitError{ExitFailure, fmt.Errorf("%s not what render writes in %s: run pglease-gen render --out %s", plural(len(stale), "file is", "files are"), c.out, c.out)}
+			for _, s := range stray {
+				fmt.Fprintf(cmd.ErrOrStderr(), "stray: %s (render writes no such file; remove it)\n", s)
+			}
+			return &exitError{ExitFailure, fmt.Errorf("%s not what render writes in %s: run pglease-gen render --out %s, and remove the stray ones", plural(len(stale)+len(stray), "file is", "files are"), c.out, c.out)}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date\n", c.out)
 		return nil

@@ -339,6 +339,25 @@ func Diff(dir string, files Files) ([]Stale, error) {
 	return stale, nil
 }
 
+// Stray are the files in dir that look like ext's (its install and
+// update scripts, its control file) but are not among files: a script of
+// a version the model no longer has, which PostgreSQL would still offer.
+func Stray(dir string, ext model.Extension, files Files) ([]string, error) {
+	var out []string
+	for _, pat := range []string{ext.Name + "--*.sql", ext.ControlFile()} {
+		matches, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range matches {
+			if _, ok := files[filepath.Base(m)]; !ok {
+				out = append(out, filepath.Base(m))
+			}
+		}
+	}
+	return out, nil
+}
+
 // WriteAtomic writes b to a temporary file beside path and renames it into
 // place, with mode: a reader of path sees the old bytes or the new, never
 // part of them.
