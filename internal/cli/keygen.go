@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,8 +14,8 @@ import (
 )
 
 type keygenCmd struct {
-	out, name, email, expire string
-	bits                     int
+	out, name, email string
+	bits             int
 }
 
 func newKeygen() *cobra.Command {
@@ -26,8 +25,10 @@ func newKeygen() *cobra.Command {
 		Short: "Make an OpenPGP signing key for build --sign-key (for tests and first use)",
 		Long: "Write a new RSA signing key, armored, to FILE (mode 0600; an existing file is\n" +
 			"refused) and its public half to FILE.pub. With " + sign.PassphraseEnv + " set, the\n" +
-			"private key is protected by that passphrase. For a release key kept for years,\n" +
-			"prefer making it with gpg on an offline machine.",
+			"private key is protected by that passphrase. The key does not expire (an expiry\n" +
+			"made by the OpenPGP library is a critical subpacket that rpm refuses); for a\n" +
+			"release key kept for years, with an expiry and signing subkeys, make it with gpg\n" +
+			"on an offline machine.",
 		Example: "  pglease-gen keygen --out build/test-key.asc\n" +
 			"  pglease-gen build --sign-key build/test-key.asc",
 		Args: cobra.NoArgs,
@@ -38,16 +39,12 @@ func newKeygen() *cobra.Command {
 			if c.bits < 2048 || c.bits > 8192 {
 				return fmt.Errorf("--bits %d: use 2048 to 8192 (3072 is the default)", c.bits)
 			}
-			life, err := keyLife(c.expire)
-			if err != nil {
-				return err
-			}
 			for _, f := range []string{c.out, c.out + ".pub"} {
 				if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("%s exists: keygen never overwrites a key; choose another --out", f)
 				}
 			}
-			priv, pub, err := sign.Generate(c.name, c.email, c.bits, []byte(os.Getenv(sign.PassphraseEnv)), time.Now().UTC().Truncate(time.Second), life)
+			priv, pub, err := sign.Generate(c.name, c.email, c.bits, []byte(os.Getenv(sign.PassphraseEnv)), time.Now().UTC().Truncate(time.Second))
 			if err != nil {
 				return err
 			}
@@ -74,25 +71,5 @@ func newKeygen() *cobra.Command {
 	f.StringVar(&c.name, "name", model.PgLease.Name+" packages", "the key's user id name")
 	f.StringVar(&c.email, "email", "packages@pglease.invalid", "the key's user id email")
 	f.IntVar(&c.bits, "bits", 3072, "RSA key size")
-	f.StringVar(&c.expire, "expire", "2y", "how long the key is valid: Ny or Nd (extend it later with gpg --quick-set-expire), or never")
 	return cmd
-}
-
-// keyLife reads --expire: N years (of 365 days) or N days, at least one
-// day, or never (0).
-func keyLife(s string) (time.Duration, error) {
-	if s == "never" {
-		return 0, nil
-	}
-	if s == "" {
-		return 0, errors.New("--expire is empty: give Ny (1 to 100 years), Nd (days) or never")
-	}
-	day := 24 * time.Hour
-	unit := map[byte]time.Duration{'y': 365 * day, 'd': day}[s[len(s)-1:][0]]
-	if len(s) >= 2 && unit != 0 {
-		if n, err := strconv.Atoi(s[:len(s)-1]); err == nil && n >= 1 && n <= 100*int(365*day/unit) {
-			return time.Duration(n) * unit, nil
-		}
-	}
-	return 0, fmt.Errorf("--expire %q: give Ny (1 to 100 years), Nd (days) or never", s)
 }

@@ -137,7 +137,7 @@ func TestLikeRpmsign(t *testing.T) {
 	os.Mkdir(home, 0o700)
 	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run() })
 	created := model.Packages.Released().Add(-24 * time.Hour)
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created, 0)
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,10 +236,11 @@ func (s *Signer) Identity() string {
 }
 
 // Generate makes a key for testing and for first use: RSA of bits (or,
-// with bits 0, Ed25519), SHA-256 self-signatures, created at when and
-// valid for life (0: no expiry); the private key is armored and, given a
-// passphrase, protected by it.
-func Generate(name, email string, bits int, passphrase []byte, when time.Time, life time.Duration) (private, public []byte, err error) {
+// with bits 0, Ed25519), SHA-256 self-signatures, created at when, without
+// an expiry (go-crypto marks the key expiration subpacket critical, and
+// rpm's parser then refuses the key: "key 1 import failed"); the private
+// key is armored and, given a passphrase, protected by it.
+func Generate(name, email string, bits int, passphrase []byte, when time.Time) (private, public []byte, err error) {
 	if name == "" || email == "" {
 		return nil, nil, errors.New("a key needs a name and an email")
 	}
@@ -255,12 +256,9 @@ func Generate(name, email string, bits int, passphrase []byte, when time.Time, l
 	if !ok || local == "" || domain == "" || strings.ContainsFunc(email, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("()<>,;:\\\"[]", r) }) || strings.Count(email, "@") != 1 {
 		return nil, nil, fmt.Errorf("key email %q: not an address (local@domain, no spaces, brackets or control characters)", email)
 	}
-	if life < 0 || life > 0 && life < 24*time.Hour || life.Seconds() > float64(^uint32(0)) {
-		return nil, nil, fmt.Errorf("key lifetime %v: at least a day and at most 136 years, or 0 for none", life)
-	}
 	cfg := &packet.Config{
 		Algorithm: packet.PubKeyAlgoRSA, RSABits: bits, DefaultHash: crypto.SHA256,
-		Time: func() time.Time { return when }, KeyLifetimeSecs: uint32(life.Seconds()),
+		Time: func() time.Time { return when },
 	}
 	if bits == 0 {
 		cfg.Algorithm, cfg.Curve = packet.PubKeyAlgoEdDSA, packet.Curve25519

@@ -23,7 +23,7 @@ var created = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 // of the private one.
 func key(t *testing.T, passphrase string) (priv, pub string) {
 	t.Helper()
-	b, p, err := Generate("pg_lease test", "test@pglease.invalid", 2048, []byte(passphrase), created, 0)
+	b, p, err := Generate("pg_lease test", "test@pglease.invalid", 2048, []byte(passphrase), created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestGnuPGAndSequoiaVerify(t *testing.T) {
 		}
 	}
 	// a key of the size keygen makes, whose signatures are 3 * n bytes long
-	b, _, err := Generate("pg_lease test", "test@pglease.invalid", 3072, nil, created, 0)
+	b, _, err := Generate("pg_lease test", "test@pglease.invalid", 3072, nil, created)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 func Signer(t testing.TB, bits int) *sign.Signer {
 	t.Helper()
 	when := model.Packages.Released()
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", bits, nil, when.Add(-24*time.Hour), 0)
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", bits, nil, when.Add(-24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
