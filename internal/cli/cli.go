@@ -102,21 +102,22 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "pglease-gen: %v\n", err)
+	}
+	// (a command that chose its exit status keeps it: test reports an
+	// interrupted run as failed, 1, with its JUnit)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	var stop stoppedBy
 	if errors.As(context.Cause(ctx), &stop) {
-		if err != nil {
-			fmt.Fprintf(stderr, "pglease-gen: %v\n", err)
-		}
-		fmt.Fprintf(stderr, "pglease-gen: stopped by %s; nothing was published\n", stop.sig)
+		fmt.Fprintf(stderr, "pglease-gen: stopped by %s\n", stop.sig)
 		return 128 + int(stop.sig)
 	}
 	if err == nil {
 		return ExitOK
-	}
-	fmt.Fprintf(stderr, "pglease-gen: %v\n", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
 	}
 	return ExitUsage
 }

@@ -11,21 +11,20 @@ import (
 	"testing"
 )
 
-// TestBuildStopsOnSignal runs the real binary and sends it SIGINT, then
+// TestBuildStopsOnSignal runs the command line as a process of its own
+// (the test binary, as TestMain allows) and sends it SIGINT, then
 // SIGTERM, once the build has begun: it stops, exits 130 and 143, says
 // so, keeps the output of the build before and leaves no staging (the
 // pure-Go build ignored both, replaced the output and exited 0).
 func TestBuildStopsOnSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary: skipped under -short (make test runs it)")
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "pglease-gen")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pglease-gen").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	cli := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), "PGLEASE_GEN_AS_CLI=1")
+		return cmd
 	}
 	out := filepath.Join(dir, "dist")
-	if b, err := exec.Command(bin, "build", "--out", out, "--pg", "17", "--distro", "el9").CombinedOutput(); err != nil {
+	if b, err := cli("build", "--out", out, "--pg", "17", "--distro", "el9").CombinedOutput(); err != nil {
 		t.Fatalf("the first build: %v\n%s", err, b)
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
@@ -33,7 +32,7 @@ func TestBuildStopsOnSignal(t *testing.T) {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
-		cmd := exec.Command(bin, "build", "--out", out)
+		cmd := cli("build", "--out", out)
 		stdout, _ := cmd.StdoutPipe()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
