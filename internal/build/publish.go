@@ -118,7 +118,7 @@ func Publish(dir string, files render.Files) error {
 // builds into one --out at once are not supported).
 func PublishContext(ctx context.Context, dir string, files render.Files) error {
 	dir = filepath.Clean(dir)
-	if target, err := filepath.EvalSymlinks(dir); err == nil && target != dir {
+	if target, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = target
 	}
 	if err := CheckOut(dir); err != nil {
@@ -131,10 +131,9 @@ func PublishContext(ctx context.Context, dir string, files render.Files) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	if left, _ := filepath.Glob(filepath.Join(parent, "."+filepath.Base(dir)+".new-*")); len(left) > 0 {
-		for _, l := range left {
-			os.RemoveAll(l)
-		}
+	left, _ := filepath.Glob(filepath.Join(parent, "."+filepath.Base(dir)+".new-*"))
+	for _, l := range left {
+		os.RemoveAll(l)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
 	if err != nil {

@@ -78,7 +78,8 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 			return nil, fmt.Errorf("signing key %s: the passphrase in %s does not unlock it (%v)", file, PassphraseEnv, err)
 		}
 	}
-	if err := validNow(file, e, now); err != nil {
+	k, err := validNow(file, e, now)
+	if err != nil {
 		return nil, err
 	}
 	// The key that signs is the one valid now (the newest signing subkey
@@ -88,10 +89,6 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 	// subkey added today thus signs a build dated back to its
 	// SOURCE_DATE_EPOCH at the subkey's own making, the same bytes each
 	// time.
-	k, ok := e.SigningKey(now)
-	if !ok {
-		return nil, fmt.Errorf("signing key %s: has no key valid for signing now (expired, revoked or not a signing key)", file)
-	}
 	for _, t := range []time.Time{e.PrimaryKey.CreationTime, k.PublicKey.CreationTime, k.SelfSignature.CreationTime} {
 		if when.Before(t) {
 			when = t
@@ -300,11 +297,13 @@ func armored(buf *bytes.Buffer, kind string, write func(io.Writer) error) error 
 	return nil
 }
 
-// validNow refuses a key that hosts would refuse at now, or within
+// validNow returns the key that signs at now (the newest valid signing
+// subkey, else a primary that may sign), refusing one that hosts would
+// refuse at now, or within
 // MinValidity of it: revoked, expired, not yet valid, or expiring soon.
 // The signing key's expiry is its own or its primary key's, whichever is
 // sooner.
-func validNow(file string, e *openpgp.Entity, now time.Time) error {
+func validNow(file string, e *openpgp.Entity, now time.Time) (openpgp.Key, error) {
 	fpr := fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
 	day := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 	for _, r := range e.Revocations {
@@ -312,21 +311,21 @@ func validNow(file string, e *openpgp.Entity, now time.Time) error {
 		if r.RevocationReasonText != "" {
 			why = " (" + r.RevocationReasonText + ")"
 		}
-		return fmt.Errorf("signing key %s (%s): revoked on %s%s; make a new one: pglease-gen keygen --out FILE", file, fpr, day(r.CreationTime), why)
+		return openpgp.Key{}, fmt.Errorf("signing key %s (%s): revoked on %s%s; make a new one: pglease-gen keygen --out FILE", file, fpr, day(r.CreationTime), why)
 	}
 	if e.PrimaryKey.CreationTime.After(now) {
-		return fmt.Errorf("signing key %s (%s): created on %s, after now (%s): check this machine's clock", file, fpr, day(e.PrimaryKey.CreationTime), day(now))
+		return openpgp.Key{}, fmt.Errorf("signing key %s (%s): created on %s, after now (%s): check this machine's clock", file, fpr, day(e.PrimaryKey.CreationTime), day(now))
 	}
 	k, ok := e.SigningKey(now)
 	if !ok {
 		end := expiry(e.PrimaryKey, primarySig(e))
 		if !end.IsZero() && !end.After(now) {
-			return fmt.Errorf("signing key %s (%s): expired on %s, before now (%s): extend it (gpg --quick-set-expire %s 2y, then its signing subkeys: gpg --quick-set-expire %s 2y '*') or make a new one", file, fpr, day(end), day(now), fpr, fpr)
+			return openpgp.Key{}, fmt.Errorf("signing key %s (%s): expired on %s, before now (%s): extend it (gpg --quick-set-expire %s 2y, then its signing subkeys: gpg --quick-set-expire %s 2y '*') or make a new one", file, fpr, day(end), day(now), fpr, fpr)
 		}
 		if len(e.Subkeys) > 0 {
-			return fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): its signing subkeys expired or were revoked, and the primary key only certifies; add one (gpg --quick-add-key %s ed25519 sign 2y) or extend one (gpg --quick-set-expire %s 2y SUBKEY-FINGERPRINT)", file, fpr, day(now), fpr, fpr)
+			return openpgp.Key{}, fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): its signing subkeys expired or were revoked, and the primary key only certifies; add one (gpg --quick-add-key %s ed25519 sign 2y) or extend one (gpg --quick-set-expire %s 2y SUBKEY-FINGERPRINT)", file, fpr, day(now), fpr, fpr)
 		}
-		return fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): expired, revoked or not a signing key", file, fpr, day(now))
+		return openpgp.Key{}, fmt.Errorf("signing key %s (%s): has no key valid for signing now (%s): expired, revoked or not a signing key", file, fpr, day(now))
 	}
 	end := expiry(e.PrimaryKey, primarySig(e))
 	fix := fmt.Sprintf("gpg --quick-set-expire %s 2y", fpr)
@@ -335,10 +334,10 @@ func validNow(file string, e *openpgp.Entity, now time.Time) error {
 		fix = fmt.Sprintf("its signing subkey %X expires first: gpg --quick-set-expire %s 2y %X, or add a new one: gpg --quick-add-key %s ed25519 sign 2y", k.PublicKey.Fingerprint, fpr, k.PublicKey.Fingerprint, fpr)
 	}
 	if !end.IsZero() && end.Before(now.Add(MinValidity)) {
-		return fmt.Errorf("signing key %s (%s): expires on %s, within %d days of now (%s); the repositories are good only while their key is (hosts refuse them after it expires): extend it (%s) and build again",
+		return openpgp.Key{}, fmt.Errorf("signing key %s (%s): expires on %s, within %d days of now (%s); the repositories are good only while their key is (hosts refuse them after it expires): extend it (%s) and build again",
 			file, fpr, day(end), int(MinValidity.Hours()/24), day(now), fix)
 	}
-	return nil
+	return k, nil
 }
 
 func primarySig(e *openpgp.Entity) *packet.Signature {
