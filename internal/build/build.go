@@ -50,6 +50,12 @@ type Options struct {
 	// RepoURL is where the output will be published; given, the build
 	// writes a .repo and a .sources file pointing there.
 	RepoURL string
+	// Held is the tree of an earlier build that this one adds to (build
+	// --into, ReadHeld): the output keeps its files, its repositories
+	// list its packages beside this build's. Drop are upstream versions
+	// whose files the output leaves out.
+	Held render.Files
+	Drop []string
 }
 
 // ParseBuilders reads --builder: go, rpmbuild, dpkg, or a comma list of
@@ -95,11 +101,29 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if err != nil {
 		return nil, nil, err
 	}
-	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign})
+	if o.Held != nil {
+		if err := checkHeld(o); err != nil {
+			return nil, nil, err
+		}
+		versions, err := heldVersions(o.Ext, o.Held)
+		if err != nil {
+			return nil, nil, err
+		}
+		kept := render.Files{}
+		for n, b := range o.Held {
+			if !slices.Contains(o.Drop, versions[n]) {
+				kept[n] = b
+			}
+		}
+		o.Held = kept
+	} else if len(o.Drop) > 0 {
+		return nil, nil, errors.New("--drop removes a version from the tree --into names: give --into")
+	}
+	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign, Held: o.Held})
 	if err != nil {
 		return nil, nil, err
 	}
-	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign})
+	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign, Held: o.Held})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,6 +195,13 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			files[name] = deb.Sources(o.Pkg.For(d), o.Ext.DebSource(), repoURL+"/"+deb.RepoDir, key)
 			arts = append(arts, dist.Artifact{Path: name, Kind: "repo-file", Distro: d.Name})
 		}
+	}
+	if o.Held != nil {
+		versions, err := hold(o, files)
+		if err != nil {
+			return nil, nil, err
+		}
+		step("the tree holds %s: every version's packages in the pools and the indices", strings.Join(versions, ", "))
 	}
 	files["SHA256SUMS"] = Sums(files)
 	arts = append(arts, dist.Artifact{Path: "SHA256SUMS", Kind: "checksums"})

@@ -17,12 +17,14 @@ import (
 	"github.com/pglease/pglease-gen/internal/build"
 	"github.com/pglease/pglease-gen/internal/config"
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/sign"
 )
 
 type buildCmd struct {
-	out, pg, distro, suffix, builder string
+	out, into, pg, distro, suffix, builder string
+	drop                                   []string
 	signKey, repoURL                 string
 	json, allowUnsigned              bool
 	config                           string
@@ -54,6 +56,14 @@ func newBuild() *cobra.Command {
 			"(where the output will be published) writes " + model.PgLease.RepoFile() + " (one file for\n" +
 			"every EL release: $releasever) and " + model.PgLease.SourcesFileFor("CODENAME") + " per codename\n" +
 			"for hosts, checking signatures when the build is signed.\n\n" +
+			"--into DIR adds the build to the output of an earlier one (a repository\n" +
+			"that grows): every package DIR holds stays, byte for byte, in the pools and\n" +
+			"is listed in the rebuilt indices beside the new ones, so hosts can install\n" +
+			"or downgrade to an older version; the previous indices stay fetchable by\n" +
+			"hash (apt's by-hash/, dnf's checksum-named repodata) while hosts update.\n" +
+			"A published package is never replaced: building it again with other bytes\n" +
+			"is refused (raise --release). --drop VERSION removes a version's packages.\n" +
+			"The tree is swapped whole, so hosts see the old tree or the new one.\n\n" +
 			"A packager's settings (release, vendor tag, maintainer, homepage, source\n" +
 			"URL, repository URL, image repository) come from flags, over a YAML file:\n" +
 			"--config FILE, or " + config.DefaultFile + " in the working directory when it exists.\n" +
@@ -63,12 +73,15 @@ func newBuild() *cobra.Command {
 			"  pglease-gen build --pg 16,17 --release-suffix PGDG --builder rpmbuild --out /tmp/dist\n" +
 			"  pglease-gen build --distro el9,bookworm\n" +
 			"  SOURCE_DATE_EPOCH=1767225600 pglease-gen build --json\n" +
+			"  pglease-gen build --into /srv/repo --drop 0.4.0\n" +
 			"  " + sign.PassphraseEnv + "=... pglease-gen build --sign-key release-key.asc --repo-url https://packages.example.org/pg_lease",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.out, "out", "dist", "directory to write into")
+	f.StringVar(&c.into, "into", "", "an earlier build's output to add this build to: its packages stay in the pools and indices beside the new ones (instead of --out)")
+	f.StringSliceVar(&c.drop, "drop", nil, "with --into: versions whose packages leave the tree, e.g. 0.4.0")
 	f.StringVar(&c.pg, "pg", "all", "majors to package: 17, 14,16 or all")
 	f.StringVar(&c.distro, "distro", "all", "distributions to package for: all, or some of "+model.DistroNames())
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix (the vendor tag): "+strings.Join(model.Packages.Suffixes, ", ")+" (PGDG: its own version form), or another tag of letters and digits")
@@ -114,6 +127,18 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if c.repoURL, err = build.ParseRepoURL(c.repoURL); err != nil {
 		return err
 	}
+	var held render.Files
+	if c.into != "" {
+		if cmd.Flags().Changed("out") {
+			return errors.New("--out and --into both name where to write: --out replaces a tree, --into adds to one; keep one")
+		}
+		c.out = c.into
+		if held, err = build.ReadHeld(c.into); err != nil {
+			return err
+		}
+	} else if len(c.drop) > 0 {
+		return errors.New("--drop removes a version from the tree --into names: give --into")
+	}
 	if err := build.CheckOut(c.out); err != nil {
 		return err
 	}
@@ -147,6 +172,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	files, arts, err := build.Build(cmd.Context(), build.Options{
 		Ext: model.PgLease, Pkg: pkg, Images: applied.Images, Src: pglease.Files, Majors: majors, Distros: distros,
 		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
+		Held: held, Drop: c.drop,
 	})
 	if err != nil {
 		return err

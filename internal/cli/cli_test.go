@@ -530,3 +530,58 @@ func TestNextStepsNameWhatWasBuilt(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildInto: --pg 17, then --pg 18 --into the same tree: the tree
+// holds both majors' packages, 17's byte for byte; --into a directory no
+// build wrote, --out beside --into, and --drop without --into are usage
+// errors that change nothing.
+func TestBuildInto(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "repo")
+	if code, _, errs := run(t, "build", "--out", out, "--pg", "17", "--distro", "bookworm"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	deb17 := filepath.Join(out, "apt/pool/main/p/pg-lease", "postgresql-17-pg-lease_"+model.PgLease.Version()+"-1PGSTY~bookworm_all.deb")
+	before, err := os.ReadFile(deb17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := run(t, "build", "--into", out, "--pg", "18", "--distro", "bookworm")
+	if code != ExitOK {
+		t.Fatal(errs)
+	}
+	if !strings.Contains(stdout, "the tree holds "+model.PgLease.Version()) {
+		t.Errorf("the build does not say what the tree holds:\n%s", stdout)
+	}
+	packages, _ := os.ReadFile(filepath.Join(out, "apt/dists/bookworm/main/binary-amd64/Packages"))
+	for _, major := range []string{"17", "18"} {
+		if !strings.Contains(string(packages), "Package: postgresql-"+major+"-pg-lease\n") {
+			t.Errorf("Packages lacks %s's package after --into:\n%s", major, packages)
+		}
+	}
+	if after, _ := os.ReadFile(deb17); string(after) != string(before) {
+		t.Error("17's deb changed in the tree")
+	}
+	sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	plain := t.TempDir()
+	os.WriteFile(filepath.Join(plain, "notes.txt"), []byte("mine\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--into", plain}, "is not the output of pglease-gen build"},
+		{[]string{"--into", out, "--out", plain}, "--out and --into"},
+		{[]string{"--drop", "0.4.0"}, "give --into"},
+		{[]string{"--into", out, "--drop", "0.4.0"}, "holds no packages of 0.4.0"},
+	} {
+		code, _, errs := run(t, append([]string{"build", "--pg", "18", "--distro", "bookworm"}, c.args...)...)
+		if code == ExitOK || !strings.Contains(errs, c.want) {
+			t.Errorf("build %v: exit %d, %q; want an error saying %q", c.args, code, errs, c.want)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS")); string(after) != string(sums) {
+		t.Error("a refused build changed the tree")
+	}
+	if b, _ := os.ReadFile(filepath.Join(plain, "notes.txt")); string(b) != "mine\n" {
+		t.Error("a refused --into changed the directory")
+	}
+}

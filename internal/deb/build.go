@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,35 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			majorOf[p.FileName()] = major
 			step("%s, PostgreSQL %d: %s (%s)", dis.Title(), major, p.FileName(), cmp.Or(o.Builder, PureGo))
 		}
-		suite, err := Repo(pkg, o.Ext.DebSource(), debs, []Source{src}, o.Time)
+		// a published tree's suite (build --into) keeps what it holds:
+		// its debs and source packages beside this build's, its indices
+		// one generation by hash, its Date never going back
+		h, err := heldSuite(o.Held, pkg.DebCodename)
+		if err != nil {
+			return nil, nil, err
+		}
+		srcs := []Source{src}
+		for n, b := range h.debs {
+			if _, ok := debs[n]; !ok {
+				debs[n] = b
+			}
+		}
+		for _, s := range h.srcs {
+			if s.DscName() != src.DscName() {
+				srcs = append(srcs, s)
+			}
+		}
+		slices.SortFunc(srcs, func(a, b Source) int { return strings.Compare(a.DscName(), b.DscName()) })
+		when := o.Time
+		if h.date.After(when) {
+			when = h.date
+		}
+		suite, err := Repo(pkg, o.Suffix, o.Ext.DebSource(), debs, srcs, when)
+		for n, b := range h.byHash {
+			if _, ok := suite[n]; !ok {
+				suite[n] = b
+			}
+		}
 		if err == nil && o.Sign != nil {
 			err = SignRepo(suite, o.Sign)
 		}
@@ -111,12 +140,14 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			kind := ""
 			switch base := path.Base(name); {
 			case strings.HasSuffix(name, ".deb"):
-				arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: majorOf[base], Distro: dis.Name})
+				if major, ok := majorOf[base]; ok { // (not one a published tree held)
+					arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: major, Distro: dis.Name})
+				}
 			case base == src.DscName():
 				kind = "dsc"
 			case base == OrigName(o.Ext.DebSource(), o.Ext.Version()) && len(names) == 0:
 				kind = "orig-tarball" // one file, in every release's source package
-			case strings.HasSuffix(name, ".debian.tar.xz"):
+			case strings.HasSuffix(name, ".debian.tar.xz") && src.Files[base] != nil:
 				kind = "debian-tarball"
 			case strings.HasSuffix(name, "/Release"), strings.HasSuffix(name, "/InRelease"):
 				kind = "apt-release"

@@ -353,7 +353,7 @@ func TestRepoListsArchitectureSpecificDebsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Repo(model.Packages, "x", map[string][]byte{"a_1_all.deb": all, "b_1_amd64.deb": amd}, nil, when)
+	files, err := Repo(model.Packages, "", "x", map[string][]byte{"a_1_all.deb": all, "b_1_amd64.deb": amd}, nil, when)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,16 @@ func PoolPath(source string) string {
 // Repo writes the apt repository of the debs (file name -> bytes) and of
 // the source packages srcs: the pool, a Packages and Packages.gz per
 // architecture (each deb is Architecture: all, so it is in every one), a
-// Sources and Sources.gz, and the suite's Release with the size and
-// SHA-256 of every index. Each Packages stanza is the deb's own control
-// file plus where the deb is and its checksums; each Sources stanza the
+// Sources and Sources.gz, each index also under by-hash/SHA256/ (apt
+// fetches by hash what the Release it read names, so a host that read
+// the old Release while the tree was replaced gets the old index, not a
+// hash mismatch), and the suite's Release with the size and SHA-256 of
+// every index, its Origin the vendor (a host pins the vendor's packages
+// by it: Pin: release o=ACME) and its Label the vendor's and the
+// source's names. Each Packages stanza is the deb's own control file
+// plus where the deb is and its checksums; each Sources stanza the
 // .dsc's fields with the pool directory.
-func Repo(pkg model.Packaging, source string, debs map[string][]byte, srcs []Source, when time.Time) (render.Files, error) {
+func Repo(pkg model.Packaging, vendor, source string, debs map[string][]byte, srcs []Source, when time.Time) (render.Files, error) {
 	files := render.Files{}
 	for _, s := range srcs {
 		for n, b := range s.Files {
@@ -88,13 +93,18 @@ func Repo(pkg model.Packaging, source string, debs map[string][]byte, srcs []Sou
 		index = append(index, names...)
 	}
 	slices.Sort(index)
+	origin, label := source, source
+	if vendor != "" {
+		origin, label = vendor, vendor+" "+source
+	}
 	var rel strings.Builder
-	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for %s %s\nSHA256:\n",
-		source, source, pkg.DebCodename, pkg.DebCodename, when.UTC().Format(time.RFC1123), strings.Join(pkg.DebArches, " "), Component, source, pkg.DebOS, pkg.DebRelease)
+	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: %s packages for %s %s\nAcquire-By-Hash: yes\nSHA256:\n",
+		origin, label, pkg.DebCodename, pkg.DebCodename, when.UTC().Format(time.RFC1123), strings.Join(pkg.DebArches, " "), Component, source, pkg.DebOS, pkg.DebRelease)
 	for _, name := range index {
 		b := files[path.Join(dist, name)]
 		sum := sha256.Sum256(b)
 		fmt.Fprintf(&rel, " %s %d %s\n", hex.EncodeToString(sum[:]), len(b), name)
+		files[path.Join(dist, path.Dir(name), "by-hash", "SHA256", hex.EncodeToString(sum[:]))] = b
 	}
 	files[path.Join(dist, "Release")] = []byte(rel.String())
 	return files, nil

@@ -115,6 +115,11 @@ type Options struct {
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)
 	Sign    *sign.Signer // sign the packages and repositories; nil: unsigned
+	// Held is a published tree this build adds to (build --into): the
+	// packages its indices list stay in the repositories the build
+	// writes, beside the new ones; nil: the repositories hold this
+	// build's packages alone.
+	Held render.Files
 }
 
 // DistrosOf are the distributions of format f that o builds for.

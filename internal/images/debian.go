@@ -196,7 +196,7 @@ func debianNodes(b env, r recipe) ([]node, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := deb.Repo(model.Packages, "postgresql", debs, nil, model.Packages.Released())
+	files, err := deb.Repo(model.Packages, "", "postgresql", debs, nil, model.Packages.Released())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -199,6 +200,21 @@ func (c Change) Time() time.Time {
 func (c Change) Day() time.Time {
 	t := c.Time()
 	return time.Date(t.Year(), t.Month(), t.Day(), 12, 0, 0, 0, time.UTC)
+}
+
+// At is the packaging as it was when version v was the newest: the
+// changelog up to v's newest release, and that release. Building an
+// older version (Extension.At) beside it makes the packages that version
+// was published as.
+func (p Packaging) At(v string) (Packaging, error) {
+	for i, c := range p.Changelog {
+		if c.Version == v {
+			p.Changelog = slices.Clone(p.Changelog[i:])
+			p.Release = c.Release
+			return p, nil
+		}
+	}
+	return p, fmt.Errorf("the changelog has no entry of version %q", v)
 }
 
 // Released is the date of the newest changelog entry: the default

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,9 +145,19 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 			step("%s, PostgreSQL %d: %s and %s (%s)", dis.Title(), major, p.FileName(), p.SourceRPM(), cmp.Or(o.Builder, PureGo))
 		}
 		for _, arch := range pkg.Arches {
-			md, err := Repodata(infos, int(o.Time.Unix()))
+			// a published tree (build --into) keeps its packages beside
+			// this build's, its metadata one generation, its revision
+			// never going back
+			h, err := heldTree(o.Held, RepoDir(pkg, arch), infos)
 			if err != nil {
 				return nil, nil, err
+			}
+			md, err := Repodata(append(slices.Clone(infos), h.infos...), max(int(o.Time.Unix()), h.revision))
+			if err != nil {
+				return nil, nil, err
+			}
+			for name, b := range h.files {
+				files[path.Join(RepoDir(pkg, arch), name)] = b
 			}
 			for name, b := range md {
 				full := path.Join(RepoDir(pkg, arch), name)
@@ -163,10 +174,10 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 				}
 			}
 			noun := "packages"
-			if len(infos) == 1 {
+			if len(infos)+len(h.infos) == 1 {
 				noun = "package"
 			}
-			step("repository %s: %d %s", RepoDir(pkg, arch), len(infos), noun)
+			step("repository %s: %d %s", RepoDir(pkg, arch), len(infos)+len(h.infos), noun)
 		}
 	}
 	return files, arts, nil
