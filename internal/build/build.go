@@ -186,7 +186,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		// $basearch), and a .sources per codename: deb822 has no variable
 		// for the release, so a host takes the file of its own
 		if len(model.OfFormat(distros, model.RPM)) > 0 {
-			files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name, o.Ext.Name+" for EL$releasever ($basearch)",
+			// its id names the vendor, so that a host can tell (and
+			// exclude or prioritise) one vendor's repository from another's
+			files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name+"-"+strings.ToLower(o.Suffix), o.Ext.Name+" from "+o.Suffix+" for EL$releasever ($basearch)",
 				repoURL+"/"+rpm.HostRepoDir(o.Pkg), keyURL)
 			arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"})
 		}

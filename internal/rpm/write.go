@@ -30,6 +30,7 @@ const (
 	tagBuildTime      = 1006
 	tagBuildHost      = 1007
 	tagSize           = 1009
+	tagVendor         = 1011
 	tagLicense        = 1014
 	tagPackager       = 1015
 	tagGroupName      = 1016
@@ -243,6 +244,7 @@ func write(p Package, source bool, ms []member) ([]byte, error) {
 	h.int32s(tagSize, int32(total))
 	h.str(tagLicense, p.License)
 	h.str(tagPackager, p.Maintainer)
+	h.str(tagVendor, p.Suffix)
 	h.i18n(tagGroupName, "Unspecified")
 	h.str(tagURL, p.URL)
 	h.str(tagOS, "linux")
