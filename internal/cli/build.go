@@ -27,7 +27,7 @@ type buildCmd struct {
 	drop                                   []string
 	signKey, repoURL                 string
 	json, allowUnsigned              bool
-	config                           string
+	config, changelog                string
 	set                              config.Settings // the packager's settings given as flags
 }
 
@@ -86,6 +86,7 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.distro, "distro", "all", "distributions to package for: all, or some of "+model.DistroNames())
 	f.StringVar(&c.suffix, "release-suffix", model.Packages.Suffixes[0], "release suffix (the vendor tag): "+strings.Join(model.Packages.Suffixes, ", ")+" (PGDG: its own version form), or another tag of letters and digits")
 	f.StringVar(&c.config, "config", "", "packager settings file (YAML; default: "+config.DefaultFile+" when it exists)")
+	f.StringVar(&c.changelog, "changelog", "", "the packager's changelog file, which a new --release is added to; default: "+config.ChangelogFile+" beside the settings file, or here")
 	f.IntVar(&c.set.Release, "release", 0, "release number of a rebuild (with --release-date and --release-note); default: the changelog's")
 	f.StringVar(&c.set.ReleaseDate, "release-date", "", "the rebuild's changelog date: YYYY-MM-DD or YYYY-MM-DD HH:MM (UTC)")
 	f.StringVar(&c.set.ReleaseNote, "release-note", "", "the rebuild's changelog line")
@@ -181,6 +182,13 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		return err
 	}
 	step("wrote %d files into %s", len(files), c.out)
+	if applied.New != nil {
+		if err := config.AppendChangelog(applied.Changelog, *applied.New); err != nil {
+			return fmt.Errorf("the build is published, but its release is not recorded in %s: %w; add it by hand (release %d of %s, %s)",
+				applied.Changelog, err, applied.New.Release, applied.New.Version, applied.New.Date)
+		}
+		step("release %d of %s recorded in %s (the next build keeps it in the changelogs)", applied.New.Release, applied.New.Version, applied.Changelog)
+	}
 	signedBy := ""
 	if signer != nil {
 		signedBy = signer.Fingerprint()
@@ -287,6 +295,27 @@ func (c *buildCmd) settings(cmd *cobra.Command) (config.Applied, string, error) 
 		}
 		flags.From["release"] = "--release"
 	}
+	// the changelog: --changelog, the file's changelog key (relative to
+	// the file), or the default file beside the settings or here
+	log := c.changelog
+	switch {
+	case cmd.Flags().Changed("changelog") && log == "":
+		return config.Applied{}, "", errors.New("--changelog '': name the changelog file, or leave the flag out for " + config.ChangelogFile)
+	case log == "" && file.Changelog != "":
+		log = file.Changelog
+		if !filepath.IsAbs(log) {
+			log = filepath.Join(filepath.Dir(from), log)
+		}
+	case log == "" && from != "":
+		log = filepath.Join(filepath.Dir(from), config.ChangelogFile)
+	case log == "":
+		log = config.ChangelogFile
+	}
+	l, err := config.ReadChangelog(log, model.PgLease, model.Packages, time.Now())
+	if err != nil {
+		return config.Applied{}, "", fmt.Errorf("changelog: %w", err)
+	}
+	flags.Log = &l
 	a, err := config.Apply(file.Over(flags), model.PgLease, model.Packages, model.CNPG)
 	return a, from, err
 }

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,8 +15,10 @@ import (
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
+	"github.com/pglease/pglease-gen/internal/deb"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/runner"
 	"github.com/pglease/pglease-gen/internal/sign"
 	"github.com/pglease/pglease-gen/internal/suite"
@@ -583,5 +587,83 @@ func TestBuildInto(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(plain, "notes.txt")); string(b) != "mine\n" {
 		t.Error("a refused --into changed the directory")
+	}
+}
+
+// TestChangelogGrowsWithReleases: --release 2, then --release 3, with
+// their dates and notes: each is recorded in the changelog file, and the
+// RPM's changelog and the deb's changelog.Debian.gz then hold release 3,
+// 2 and the project's releases, newest first; a build that skips or
+// repeats a release is refused and records nothing.
+func TestChangelogGrowsWithReleases(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "changelog.yaml")
+	v := model.PgLease.Version()
+	build := func(args ...string) (int, string, string) {
+		return run(t, append([]string{"build", "--out", filepath.Join(dir, "dist"), "--pg", "17", "--distro", "el9,bookworm", "--changelog", log, "--release-suffix", "ACME"}, args...)...)
+	}
+	for _, r := range [][]string{{"2", "2026-12-05", "Second"}, {"3", "2026-12-06", "Third"}} {
+		if code, _, errs := build("--release", r[0], "--release-date", r[1], "--release-note", r[2]); code != ExitOK {
+			t.Fatalf("release %s: %s", r[0], errs)
+		}
+	}
+	recorded, _ := os.ReadFile(log)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--release", "5", "--release-date", "2026-12-07", "--release-note", "Five"}, "so the next is 4"},
+		{[]string{"--release", "3", "--release-date", "2026-12-07", "--release-note", "Again"}, "release 3 is the packaged release (" + log + ":"},
+	} {
+		if code, _, errs := build(tc.args...); code == ExitOK || !strings.Contains(errs, tc.want) {
+			t.Errorf("build %v: exit %d, %q; want an error saying %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if b, _ := os.ReadFile(log); string(b) != string(recorded) {
+		t.Errorf("a refused build changed the changelog:\n%s", b)
+	}
+	if code, _, errs := build(); code != ExitOK {
+		t.Fatal(errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dist", "el9.x86_64", "pg_lease_17-"+v+"-3ACME.el9.noarch.rpm"))
+	if err != nil {
+		t.Fatalf("a build without --release is not release 3: %v", err)
+	}
+	info, err := rpm.ReadInfo("rpm", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range info.Changelog[:3] {
+		got = append(got, c.Author[strings.LastIndex(c.Author, " ")+1:]+" "+c.Text)
+	}
+	joined := strings.Join(got, "|")
+	for _, w := range []string{v + "-3ACME - Third", v + "-2ACME - Second", v + "-1"} {
+		if !strings.Contains(joined, w) {
+			t.Errorf("the RPM's changelog %q lacks %q", got, w)
+		}
+	}
+	d, err := os.ReadFile(filepath.Join(dir, "dist", "apt/pool/main/p/pg-lease", "postgresql-17-pg-lease_"+v+"-3ACME~bookworm_all.deb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := deb.Read(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes string
+	for _, m := range a.Data {
+		if strings.HasSuffix(m.Name, "changelog.Debian.gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(m.Body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(zr)
+			changes = string(b)
+		}
+	}
+	i3, i2, i1 := strings.Index(changes, "("+v+"-3ACME~bookworm)"), strings.Index(changes, "("+v+"-2ACME~bookworm)"), strings.Index(changes, "("+v+"-1PGSTY~bookworm)")
+	if i3 < 0 || i2 < i3 || i1 < i2 || !strings.Contains(changes, "  * Third") {
+		t.Errorf("changelog.Debian.gz is not 3, 2, 1 newest first:\n%s", changes)
 	}
 }

@@ -36,6 +36,7 @@ image_repository: registry.acme.example/pg_lease
 # release: 2                      # a rebuild: needs release_date and release_note
 # release_date: 2026-12-02        #   the new changelog entry's date (after the newest)
 # release_note: Rebuilt for ACME  #   its one line
+# changelog: pglease-gen-changelog.yaml  # every release, newest first: build adds each new one
 # homepage: https://github.com/pglease/pg_lease
 # source_url: https://downloads.acme.example/pg_lease  # the directory holding the tarball
 `
@@ -52,6 +53,10 @@ type Settings struct {
 	SourceURL       string `yaml:"source_url"`
 	RepoURL         string `yaml:"repo_url"`
 	ImageRepository string `yaml:"image_repository"`
+	// Changelog is the packager's changelog file (ReadChangelog), as the
+	// file or --changelog names it; Log is what it holds.
+	Changelog string `yaml:"changelog"`
+	Log       *Log   `yaml:"-"`
 	// Now is the clock a release date is checked against; zero: the
 	// machine's.
 	Now time.Time `yaml:"-"`
@@ -79,6 +84,8 @@ func (s *Settings) field(key string) *string {
 		return &s.RepoURL
 	case "image_repository":
 		return &s.ImageRepository
+	case "changelog":
+		return &s.Changelog
 	}
 	return nil
 }
@@ -111,7 +118,7 @@ func (s Settings) locate(err error) error {
 }
 
 // Keys are the file's keys, in the order the docs give them.
-var Keys = []string{"release", "release_date", "release_note", "vendor", "maintainer", "homepage", "source_url", "repo_url", "image_repository"}
+var Keys = []string{"release", "release_date", "release_note", "vendor", "maintainer", "homepage", "source_url", "repo_url", "image_repository", "changelog"}
 
 // Read reads a settings file. Every key must be one of Keys, given once,
 // with a scalar value; the values are checked by Apply.
@@ -130,7 +137,7 @@ func Parse(name string, b []byte) (Settings, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
-		return s, fmt.Errorf("%s: %w", name, err)
+		return s, yamlError(name, b, err)
 	}
 	var more yaml.Node
 	if err := dec.Decode(&more); err != io.EOF {
@@ -216,6 +223,10 @@ func (s Settings) Over(o Settings) Settings {
 	s.SourceURL = pick(s.SourceURL, o.SourceURL)
 	s.RepoURL = pick(s.RepoURL, o.RepoURL)
 	s.ImageRepository = pick(s.ImageRepository, o.ImageRepository)
+	s.Changelog = pick(s.Changelog, o.Changelog)
+	if o.Log != nil {
+		s.Log = o.Log
+	}
 	return s
 }
 
@@ -225,6 +236,11 @@ type Applied struct {
 	Images  model.ImageVolumes
 	Suffix  string // the vendor tag
 	RepoURL string // as given: build.ParseRepoURL checks it
+	// New is the release this build makes that the changelog does not
+	// record yet (a new --release): AppendChangelog records it in
+	// Changelog once the build is published.
+	New       *model.Change
+	Changelog string
 }
 
 var (
@@ -294,8 +310,23 @@ func apply(s Settings, ext model.Extension, pkg model.Packaging, img model.Image
 		c := &a.Pkg.Changelog[i]
 		c.By, c.Suffix = c.Who(pkg.Maintainer), c.SuffixOr(pkg.Suffixes[0])
 	}
+	// the packager's own releases, from the changelog file, among the
+	// project's, newest first
+	if s.Log != nil {
+		a.Changelog = s.Log.File
+		for _, e := range s.Log.Entries {
+			c := e.Change
+			c.By, c.Suffix = c.Who(a.Pkg.Maintainer), a.Suffix
+			a.Pkg.Changelog = append(a.Pkg.Changelog, c)
+		}
+		slices.SortStableFunc(a.Pkg.Changelog, func(x, y model.Change) int { return y.Time().Compare(x.Time()) })
+	}
 	if err := applyRelease(s, ext, &a.Pkg); err != nil {
 		return a, err
+	}
+	if c := a.Pkg.Changelog[0]; c.Version == ext.Version() && c.Release == a.Pkg.Release && s.Log != nil &&
+		!slices.ContainsFunc(s.Log.Entries, func(e Entry) bool { return e.Version == c.Version && e.Release == c.Release }) && c.Release > 1 {
+		a.New = &a.Pkg.Changelog[0]
 	}
 	if top := &a.Pkg.Changelog[0]; top.Version == ext.Version() && top.Release == a.Pkg.Release {
 		top.By, top.Suffix = a.Pkg.Maintainer, a.Suffix
@@ -307,9 +338,28 @@ func apply(s Settings, ext model.Extension, pkg model.Packaging, img model.Image
 // packaging's release and a changelog entry of its own (RPM and Debian
 // both record a rebuild there).
 func applyRelease(s Settings, ext model.Extension, pkg *model.Packaging) error {
+	// the newest release of the version built, the project's or the
+	// packager's (the changelog file's)
+	top := model.Change{}
+	for _, c := range pkg.Changelog {
+		if c.Version == ext.Version() && c.Release > top.Release {
+			top = c
+		}
+	}
+	recorded := ""
+	if s.Log != nil {
+		for _, e := range s.Log.Entries {
+			if e.Version == top.Version && e.Release == top.Release {
+				recorded = " (" + e.Where + ")"
+			}
+		}
+	}
 	if s.Release == 0 {
 		if s.ReleaseDate != "" || s.ReleaseNote != "" {
 			return errors.New("release_date and release_note go with release: set release to the new release number")
+		}
+		if top.Release > 0 {
+			pkg.Release = top.Release
 		}
 		return nil
 	}
@@ -317,13 +367,16 @@ func applyRelease(s Settings, ext model.Extension, pkg *model.Packaging) error {
 	switch {
 	case s.Release < 1 || s.Release > 999:
 		return fmt.Errorf("release %d: a whole number from 1 to 999", s.Release)
-	case newest.Version == ext.Version() && s.Release < newest.Release:
-		return fmt.Errorf("release %d: %s is already at release %d; a release only goes up", s.Release, ext.Version(), newest.Release)
-	case newest.Version == ext.Version() && s.Release == newest.Release:
+	case s.Release < top.Release:
+		return fmt.Errorf("release %d: %s is already at release %d%s; a release only goes up", s.Release, ext.Version(), top.Release, recorded)
+	case s.Release == top.Release:
 		if s.ReleaseDate != "" || s.ReleaseNote != "" {
-			return fmt.Errorf("release %d is the packaged release: release_date and release_note are for a new one", s.Release)
+			return fmt.Errorf("release %d is the packaged release%s: release_date and release_note are for a new one (release %d)", s.Release, recorded, top.Release+1)
 		}
+		pkg.Release = s.Release
 		return nil
+	case top.Release > 0 && s.Release > top.Release+1:
+		return fmt.Errorf("release %d: %s's newest release is %d%s, so the next is %d; a skipped number reads as a release lost", s.Release, ext.Version(), top.Release, recorded, top.Release+1)
 	}
 	if s.ReleaseDate == "" || s.ReleaseNote == "" {
 		return fmt.Errorf("release %d needs release_date (YYYY-MM-DD, or YYYY-MM-DD HH:MM) and release_note (one line): the changelogs record every release", s.Release)

@@ -42,7 +42,9 @@ func TestParseErrors(t *testing.T) {
 		{"vendor: \"\"\n", "example:1: vendor is empty: leave the key out for its default"},
 		{"vendor: ACME\n---\nvendor: BETA\n", "example:2: a second YAML document (after ---)"},
 		{"- vendor: ACME\n", "line 1: expected keys and values (key: value), not a list"},
-		{"vendor: [\n", "example: yaml:"},
+		{"vendor: [\n", "example:1: did not find expected node content"},
+		{"vendor: ACME\nmaintainer: @acme\n", "example:2: found character that cannot start any token (a value that starts with @"},
+		{"vendor: ACME\n\tmaintainer: x\n", "example:2: found a tab character that violates indentation (indent with spaces)"},
 	} {
 		_, err := Parse("example", []byte(tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
