@@ -3,8 +3,8 @@ package build
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"context"
+	"io"
 	"path"
 	"slices"
 	"strings"

@@ -25,10 +25,10 @@ import (
 type buildCmd struct {
 	out, into, pg, distro, suffix, builder string
 	drop                                   []string
-	signKey, repoURL                 string
-	json, allowUnsigned              bool
-	config, changelog                string
-	set                              config.Settings // the packager's settings given as flags
+	signKey, repoURL                       string
+	json, allowUnsigned                    bool
+	config, changelog                      string
+	set                                    config.Settings // the packager's settings given as flags
 }
 
 func newBuild() *cobra.Command {
