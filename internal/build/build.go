@@ -229,7 +229,7 @@ func ParseRepoURL(s string) (string, error) {
 		return "", nil
 	}
 	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("repository URL %q (--repo-url, repo_url): %s; give the absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s, why)
+		return "", fmt.Errorf("repository URL %q: %s; give the absolute http(s) or file URL of the published output, such as https://packages.example.org/pg_lease", s, why)
 	}
 	// what apt's sources and dnf's baseurl both read as one plain URI: dnf
 	// expands $variables and splits on spaces and commas, apt refuses

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,7 +127,12 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		return err
 	}
 	if c.repoURL, err = build.ParseRepoURL(c.repoURL); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", cmp.Or(applied.RepoURLFrom, "--repo-url"), err)
+	}
+	for _, flag := range []string{"out", "into"} {
+		if v, _ := cmd.Flags().GetString(flag); cmd.Flags().Changed(flag) && v == "" {
+			return fmt.Errorf("--%s '': name a directory, or leave the flag out (the default is --out dist)", flag)
+		}
 	}
 	var held render.Files
 	if c.into != "" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,8 +13,10 @@ import (
 )
 
 // completeList offers a comma-separated flag's values: after "14,1" it
-// offers "14,15", "14,16" and so on, each value once, from the model.
-func completeList(values []string) cobra.CompletionFunc {
+// offers "14,15", "14,16" and so on, each value once, from the model. A
+// value that stands alone (all, go) is offered only first, and nothing
+// after it.
+func completeList(values []string, alone ...string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, typed string) ([]string, cobra.ShellCompDirective) {
 		done, prefix := "", typed
 		if i := strings.LastIndex(typed, ","); i >= 0 {
@@ -25,6 +28,10 @@ func completeList(values []string) cobra.CompletionFunc {
 		}
 		var out []string
 		for _, v := range values {
+			solo := slices.Contains(alone, v)
+			if done != "" && (solo || slices.ContainsFunc(alone, func(a string) bool { return given[a] })) {
+				continue
+			}
 			if !given[v] && strings.HasPrefix(v, prefix) {
 				out = append(out, done+v)
 			}
@@ -60,9 +67,9 @@ func distroNames(format string) []string {
 // --pg, --distro, --builder and --arch.
 func completions(cmd *cobra.Command) {
 	for flag, fn := range map[string]cobra.CompletionFunc{
-		"pg":      completeList(majorNames()),
-		"distro":  completeList(append([]string{"all"}, distroNames("")...)),
-		"builder": completeList([]string{rpm.PureGo, rpm.Rpmbuild, deb.Dpkg}),
+		"pg":      completeList(majorNames(), "all"),
+		"distro":  completeList(append([]string{"all"}, distroNames("")...), "all"),
+		"builder": completeList([]string{rpm.PureGo, rpm.Rpmbuild, deb.Dpkg}, rpm.PureGo),
 		"arch":    completeOne(append([]string{}, model.MachineArches...)),
 	} {
 		if cmd.Flags().Lookup(flag) != nil {

@@ -19,6 +19,11 @@ import (
 // TestEmptyValuesAreErrors: a flag given with an empty value (or release
 // 0) is an error naming the flag, not the default, and writes nothing.
 func TestEmptyValuesAreErrors(t *testing.T) {
+	// a bad repo_url in a file is blamed on its line, not on --repo-url
+	urlFile := filepath.Join(t.TempDir(), "acme.yaml")
+	if err := os.WriteFile(urlFile, []byte("vendor: ACME\nrepo_url: http://x/$basearch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -29,6 +34,11 @@ func TestEmptyValuesAreErrors(t *testing.T) {
 		{[]string{"--maintainer", ""}, "--maintainer '': give a value"},
 		{[]string{"--release", "0"}, "--release 0: a whole number from 1 to 999"},
 		{[]string{"--maintainer", "%(id) <a@b.example>"}, `--maintainer: maintainer "%(id) <a@b.example>": holds "%"`},
+		{[]string{"--out", ""}, "--out '': name a directory"},
+		{[]string{"--into", ""}, "--into '': name a directory"},
+		{[]string{"--changelog", ""}, "--changelog '': name the changelog file"},
+		{[]string{"--repo-url", "http://x/ y", "--allow-unsigned"}, `--repo-url: repository URL "http://x/ y": holds " "`},
+		{[]string{"--config", urlFile}, urlFile + `:2: repository URL "http://x/$basearch": holds "$"`},
 	} {
 		out := filepath.Join(t.TempDir(), "dist")
 		code, _, errs := run(t, append([]string{"build", "--out", out}, tc.args...)...)
@@ -45,8 +55,21 @@ func TestEmptyValuesAreErrors(t *testing.T) {
 	}
 }
 
+// afterEL9 is the completion of --distro el9, from the model: every
+// other distribution.
+func afterEL9() string {
+	var b strings.Builder
+	for _, n := range model.Names(model.Distros) {
+		if n != "el9" {
+			b.WriteString("el9," + n + "\n")
+		}
+	}
+	return b.String() + ":6\n"
+}
+
 // TestFlagCompletion: the shell completion offers the model's values for
-// --pg, --distro, --builder and --arch, after a comma the rest of a list.
+// --pg, --distro, --builder and --arch, after a comma the rest of a list
+// (never all or go, which stand alone: el9,all was offered and refused).
 func TestFlagCompletion(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -54,7 +77,10 @@ func TestFlagCompletion(t *testing.T) {
 	}{
 		{[]string{"build", "--pg", "14,1"}, "14,15\n14,16\n14,17\n14,18\n14,19\n:6\n"},
 		{[]string{"test", "--distro", "b"}, "bookworm\n:6\n"},
-		{[]string{"build", "--builder", "go,r"}, "go,rpmbuild\n:6\n"},
+		{[]string{"build", "--builder", "go,r"}, ":6\n"},
+		{[]string{"build", "--builder", "rpmbuild,"}, "rpmbuild,dpkg\n:6\n"},
+		{[]string{"build", "--distro", "el9,"}, afterEL9()},
+		{[]string{"build", "--distro", "all,"}, ":6\n"},
 		{[]string{"images", "--arch", ""}, "amd64\narm64\n:4\n"},
 	} {
 		code, out, errs := run(t, append([]string{"__complete"}, tc.args...)...)

@@ -236,6 +236,8 @@ type Applied struct {
 	Images  model.ImageVolumes
 	Suffix  string // the vendor tag
 	RepoURL string // as given: build.ParseRepoURL checks it
+	// RepoURLFrom is where RepoURL was given: file:line or --repo-url
+	RepoURLFrom string
 	// New is the release this build makes that the changelog does not
 	// record yet (a new --release): AppendChangelog records it in
 	// Changelog once the build is published.
@@ -295,7 +297,7 @@ func apply(s Settings, ext model.Extension, pkg model.Packaging, img model.Image
 		}
 		a.Pkg.SourceURL = u
 	}
-	a.RepoURL = s.RepoURL // checked by build.ParseRepoURL, as --repo-url is
+	a.RepoURL, a.RepoURLFrom = s.RepoURL, s.From["repo_url"] // checked by build.ParseRepoURL, as --repo-url is
 	if s.ImageRepository != "" {
 		if !imageRE.MatchString(s.ImageRepository) {
 			return a, fmt.Errorf("image_repository %q: a registry and a path in lowercase, without a tag, for example ghcr.io/acme/pg_lease", s.ImageRepository)
