@@ -26,7 +26,7 @@ import (
 type buildCmd struct {
 	out, into, pg, distro, suffix, builder string
 	drop                                   []string
-	signKey, repoURL                       string
+	signKey, signWith, repoURL             string
 	json, allowUnsigned                    bool
 	config, changelog                      string
 	set                                    config.Settings // the packager's settings given as flags
@@ -97,6 +97,7 @@ func newBuild() *cobra.Command {
 	f.StringVar(&c.set.ImageRepository, "image-repository", "", "repository of the CloudNativePG images; default: "+model.CNPG.Repository)
 	f.StringVar(&c.builder, "builder", rpm.PureGo, "how to write the packages: go (pure Go, the default), or the native tools rpmbuild, dpkg or rpmbuild,dpkg")
 	f.StringVar(&c.signKey, "sign-key", "", "armored OpenPGP private key to sign with (passphrase in $"+sign.PassphraseEnv+"); default: unsigned")
+	f.StringVar(&c.signWith, "sign-with", "", "sign through gpg with a key of its keyring, on its agent or a smartcard: "+sign.GPGPrefix+"KEYID (instead of --sign-key)")
 	f.StringVar(&c.repoURL, "repo-url", "", "URL the output will be published at; writes "+model.PgLease.RepoFile()+" and "+model.PgLease.SourcesFileFor("CODENAME"))
 	f.BoolVar(&c.allowUnsigned, "allow-unsigned", false, "with --repo-url and no --sign-key: write host files that check no signatures")
 	f.BoolVar(&c.json, "json", false, "print what was written as JSON on stdout (progress goes to stderr)")
@@ -152,14 +153,30 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if _, err := build.Buildable(distros, majors); err != nil {
 		return err
 	}
-	if c.allowUnsigned && c.signKey != "" {
+	if c.signKey != "" && c.signWith != "" {
+		return errors.New("--sign-key and --sign-with both name the signing key: keep one (a key file, or gpg:KEYID of gpg's keyring)")
+	}
+	if cmd.Flags().Changed("sign-with") && !strings.HasPrefix(c.signWith, sign.GPGPrefix) {
+		return fmt.Errorf("--sign-with %q: give %sKEYID, a key of gpg's keyring (gpg --list-secret-keys); a key file goes to --sign-key", c.signWith, sign.GPGPrefix)
+	}
+	signing := c.signKey != "" || c.signWith != ""
+	if c.allowUnsigned && signing {
 		return errors.New("--allow-unsigned and --sign-key say opposite things: keep one (--sign-key signs the repositories and host files check the signatures)")
 	}
-	if c.repoURL != "" && c.signKey == "" && !c.allowUnsigned {
+	if c.repoURL != "" && !signing && !c.allowUnsigned {
 		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
 			model.PgLease.RepoFile(), model.PgLease.SourcesFileFor("CODENAME"))
 	}
 	var signer *sign.Signer
+	if c.signWith != "" {
+		var pass []byte
+		if v, ok := os.LookupEnv(sign.PassphraseEnv); ok {
+			pass = []byte(v)
+		}
+		if signer, err = sign.LoadGPG(strings.TrimPrefix(c.signWith, sign.GPGPrefix), pass, when, time.Now()); err != nil {
+			return err
+		}
+	}
 	if c.signKey != "" {
 		if signer, err = sign.Load(c.signKey, []byte(os.Getenv(sign.PassphraseEnv)), when); err != nil {
 			return err

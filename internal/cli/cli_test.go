@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/deb"
@@ -665,5 +667,53 @@ func TestChangelogGrowsWithReleases(t *testing.T) {
 	i3, i2, i1 := strings.Index(changes, "("+v+"-3ACME~bookworm)"), strings.Index(changes, "("+v+"-2ACME~bookworm)"), strings.Index(changes, "("+v+"-1PGSTY~bookworm)")
 	if i3 < 0 || i2 < i3 || i1 < i2 || !strings.Contains(changes, "  * Third") {
 		t.Errorf("changelog.Debian.gz is not 3, 2, 1 newest first:\n%s", changes)
+	}
+}
+
+// TestSignWithGPG: build --sign-with gpg:FPR signs through gpg with a key
+// of its keyring (as one on an agent or a card): gpgv accepts each
+// suite's InRelease, and the public key the build writes is that key.
+func TestSignWithGPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs gpg and gpgv: skipped under -short (make test runs it)")
+	}
+	testenv.Tools(t, "gpg", "gpgv", "gpgconf")
+	home, err := os.MkdirTemp("", "pglease-gpg-") // (short: the agent's socket path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
+		os.RemoveAll(home)
+	})
+	priv, _, err := sign.Generate("pg_lease release", "release@pglease.invalid", 0, nil, model.Packages.Released().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(home, "key.asc")
+	os.WriteFile(keyFile, priv, 0o600)
+	if out, err := exec.Command("gpg", "--homedir", home, "--batch", "--import", keyFile).CombinedOutput(); err != nil {
+		t.Fatalf("gpg --import: %v\n%s", err, out)
+	}
+	s, err := sign.Load(keyFile, nil, model.Packages.Released())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GNUPGHOME", home)
+	out := filepath.Join(t.TempDir(), "dist")
+	if code, _, errs := run(t, "build", "--out", out, "--pg", "17", "--distro", "bookworm", "--sign-with", "gpg:"+s.Fingerprint()); code != ExitOK {
+		t.Fatal(errs)
+	}
+	keyring := filepath.Join(home, "pub.gpg")
+	if b, err := exec.Command("gpg", "--homedir", home, "--export", s.Fingerprint()).Output(); err != nil || os.WriteFile(keyring, b, 0o644) != nil {
+		t.Fatalf("gpg --export: %v", err)
+	}
+	if o, err := exec.Command("gpgv", "--keyring", keyring, filepath.Join(out, "apt/dists/bookworm/InRelease")).CombinedOutput(); err != nil {
+		t.Errorf("gpgv InRelease made through gpg: %v\n%s", err, o)
+	}
+	pub, _ := os.ReadFile(filepath.Join(out, model.PgLease.RPMKeyFile()))
+	ids, err := runner.KeyIDs(pub)
+	if err != nil || !strings.HasSuffix(s.Fingerprint(), strings.ToUpper(ids[0])) {
+		t.Errorf("the build's public key is %v, not the gpg key %s (%v)", ids, s.Fingerprint(), err)
 	}
 }

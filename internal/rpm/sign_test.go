@@ -193,7 +193,19 @@ func TestLikeRpmsign(t *testing.T) {
 	}
 	ourFile := filepath.Join(dir, "ours.rpm")
 	os.WriteFile(ourFile, ours, 0o644)
-	for _, f := range []string{theirs, ourFile} {
+	// and through gpg (--sign-with gpg:FPR): the key on gpg's agent
+	t.Setenv("GNUPGHOME", home)
+	gs, err := sign.LoadGPG(s.Fingerprint(), nil, model.Packages.Released(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaGPG, err := Sign(unsigned, gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpgFile := filepath.Join(dir, "gpg.rpm")
+	os.WriteFile(gpgFile, viaGPG, 0o644)
+	for _, f := range []string{theirs, ourFile, gpgFile} {
 		if out, err := exec.Command("rpmkeys", "--dbpath", db, "-K", f).CombinedOutput(); err != nil || !strings.Contains(string(out), "signatures OK") {
 			t.Errorf("%s: rpm -K: %v\n%s", filepath.Base(f), err, out)
 		}

@@ -33,6 +33,11 @@ type Signer struct {
 	entity *openpgp.Entity
 	key    *packet.PrivateKey // the key that signs: the primary or a signing subkey
 	when   time.Time
+	// gpg, when set, signs through the user's GnuPG (its agent, a
+	// smartcard) with the key key's public part names; entity is then the
+	// public key gpg exported
+	gpg *gpgKey
+	pub *packet.PublicKey // the signing key's public part
 }
 
 // MinValidity is how long a signing key must stay valid after the build:
@@ -100,7 +105,7 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 	if k.PrivateKey.Encrypted {
 		return nil, fmt.Errorf("signing key %s: its signing subkey is still encrypted", file)
 	}
-	return &Signer{entity: e, key: k.PrivateKey, when: when}, nil
+	return &Signer{entity: e, key: k.PrivateKey, pub: k.PublicKey, when: when}, nil
 }
 
 func (s *Signer) config() *packet.Config {
@@ -116,7 +121,7 @@ func (s *Signer) config() *packet.Config {
 // RSA reports whether the signing key is RSA, which decides the RPM
 // signature tags (RSA/PGP or DSA/GPG, the latter for every other algorithm).
 func (s *Signer) RSA() bool {
-	switch s.key.PubKeyAlgo {
+	switch s.pub.PubKeyAlgo {
 	case packet.PubKeyAlgoRSA, packet.PubKeyAlgoRSASignOnly:
 		return true
 	}
@@ -125,6 +130,9 @@ func (s *Signer) RSA() bool {
 
 // Detached is a binary detached signature of data, as RPM stores it.
 func (s *Signer) Detached(data []byte) ([]byte, error) {
+	if s.gpg != nil {
+		return s.gpg.sign(s.when, data, "--detach-sign")
+	}
 	var buf bytes.Buffer
 	if err := openpgp.DetachSign(&buf, s.entity, bytes.NewReader(data), s.config()); err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
@@ -135,6 +143,9 @@ func (s *Signer) Detached(data []byte) ([]byte, error) {
 // Armored is an armored detached signature of data (repomd.xml.asc,
 // Release.gpg).
 func (s *Signer) Armored(data []byte) ([]byte, error) {
+	if s.gpg != nil {
+		return s.gpg.sign(s.when, data, "--armor", "--detach-sign")
+	}
 	var buf bytes.Buffer
 	if err := openpgp.ArmoredDetachSign(&buf, s.entity, bytes.NewReader(data), s.config()); err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
@@ -151,6 +162,9 @@ func (s *Signer) Armored(data []byte) ([]byte, error) {
 // exits 2, which tools that trust its exit status refuse. So the signature
 // block is armored again, with its checksum, as the detached ones are.
 func (s *Signer) ClearSigned(data []byte) ([]byte, error) {
+	if s.gpg != nil {
+		return s.gpg.sign(s.when, data, "--clearsign")
+	}
 	text, err := s.clearSignedNoChecksum(data)
 	if err != nil {
 		return nil, err

@@ -169,6 +169,33 @@ func TestReleaseTeamSubkeys(t *testing.T) {
 			t.Errorf("%s: the same key and data gave different signatures", export)
 		}
 	}
+	// the same key through gpg (--sign-with gpg:FPR), as a key on an agent
+	// or a card signs: the newest subkey, at its making, what gpgv accepts
+	t.Setenv("GNUPGHOME", g.home)
+	if s, err := LoadGPG(fpr, nil, when, now); err != nil {
+		t.Errorf("gpg:%s: %v", fpr, err)
+	} else {
+		if id := fmt.Sprintf("%016X", s.pub.KeyId); id != newest || s.when.Unix() != made {
+			t.Errorf("gpg: signs with %s at %s; want the newest valid subkey %s at its making", id, s.when.UTC(), newest)
+		}
+		clear, err := s.ClearSigned(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inRelease := filepath.Join(g.home, "InRelease.gpg-made")
+		os.WriteFile(inRelease, clear, 0o644)
+		if code, out := gpgv(inRelease); code != 0 || !strings.Contains(out, newest) {
+			t.Errorf("gpg: gpgv InRelease: exit %d\n%s", code, out)
+		}
+		if again, _ := s.ClearSigned(data); !bytes.Equal(clear, again) {
+			t.Errorf("gpg: the same key and data gave different signatures")
+		}
+	}
+	for id, want := range map[string]string{"nobody@pglease.invalid": "gpg has no public key", "-x": "name a key as gpg does"} {
+		if _, err := LoadGPG(id, nil, when, now); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("gpg:%s: %v; want %q", id, err, want)
+		}
+	}
 	// the broken variant: dated at the build's time, before the subkey
 	file := filepath.Join(g.home, "key--export-secret-keys.asc")
 	s, err := LoadAt(file, nil, when, now)
