@@ -279,34 +279,40 @@ func TestDocsNameTheCurrentVersion(t *testing.T) {
 	}
 }
 
-// TestDocsListEveryScript: the section on versions and upgrading names
-// every install and update script the packages carry, and no other.
+// TestDocsListEveryScript: docs/upgrading.md names every install and
+// update script the packages carry, and no other, and has a section
+// (## FROM to TO) for each update step, and for no other.
 func TestDocsListEveryScript(t *testing.T) {
-	b, err := os.ReadFile("../../docs/extension.md")
+	b, err := os.ReadFile("../../docs/upgrading.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	i := strings.Index(text, "## Versions and upgrading")
-	if i < 0 {
-		t.Fatal("docs/extension.md has no section \"Versions and upgrading\"")
-	}
-	sec := text[i+1:]
-	if j := strings.Index(sec, "\n## "); j >= 0 {
-		sec = sec[:j]
-	}
 	ext := model.PgLease
 	named := map[string]bool{}
-	for _, m := range regexp.MustCompile(regexp.QuoteMeta(ext.Name)+`--[0-9.]+(?:--[0-9.]+)?\.sql`).FindAllString(sec, -1) {
-		named[strings.TrimSuffix(m, ".sql")+".sql"] = true
+	for _, m := range regexp.MustCompile(regexp.QuoteMeta(ext.Name)+`--[0-9.]+(?:--[0-9.]+)?\.sql`).FindAllString(text, -1) {
+		named[m] = true
+	}
+	steps := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## ([0-9.]+) to ([0-9.]+)$`).FindAllStringSubmatch(text, -1) {
+		steps[ext.UpdateScript(m[1], m[2])] = true
 	}
 	for _, s := range ext.Scripts() {
 		if !named[s] {
-			t.Errorf("docs/extension.md, Versions and upgrading: %s is not named", s)
+			t.Errorf("docs/upgrading.md: %s is not named", s)
 		}
 		delete(named, s)
+		if strings.Count(s, "--") == 2 {
+			if !steps[s] {
+				t.Errorf("docs/upgrading.md: the update %s has no section (## FROM to TO)", s)
+			}
+			delete(steps, s)
+		}
 	}
 	for s := range named {
-		t.Errorf("docs/extension.md, Versions and upgrading: %s is named, but the packages carry no such script", s)
+		t.Errorf("docs/upgrading.md: %s is named, but the packages carry no such script", s)
+	}
+	for s := range steps {
+		t.Errorf("docs/upgrading.md: a section for %s, which the packages do not carry", s)
 	}
 }
