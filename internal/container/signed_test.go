@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"runtime"
 	"strings"
@@ -147,12 +149,17 @@ func TestTamperingIsRefused(t *testing.T) {
 			for _, arch := range model.Packages.DebArches {
 				dir := path.Join(deb.RepoDir, "dists", model.Packages.DebCodename, deb.Component, "binary-"+arch)
 				b := bytes.Replace(f[path.Join(dir, "Packages")], []byte("Priority: optional"), []byte("Priority: optionaL"), 1)
-				f[path.Join(dir, "Packages")] = b
 				var gz bytes.Buffer
 				zw := gzip.NewWriter(&gz)
 				zw.Write(b)
 				zw.Close()
-				f[path.Join(dir, "Packages.gz")] = gz.Bytes()
+				// at the name and where apt fetches it (by the hash the
+				// Release gives: Acquire-By-Hash)
+				for name, body := range map[string][]byte{"Packages": b, "Packages.gz": gz.Bytes()} {
+					sum := sha256.Sum256(f[path.Join(dir, name)])
+					f[path.Join(dir, "by-hash", "SHA256", hex.EncodeToString(sum[:]))] = body
+					f[path.Join(dir, name)] = body
+				}
 			}
 		}, "Hash Sum mismatch"},
 		{"Release", "deb", func(f render.Files, _ *sign.Signer) {
