@@ -80,10 +80,16 @@ func Sources(d Data, src fs.FS) (render.Files, error) {
 			return nil, err
 		}
 	}
-	for _, name := range []string{"README.md", "LICENSE"} {
-		if files[name], err = fs.ReadFile(src, name); err != nil {
-			return nil, err
-		}
+	if files["LICENSE"], err = fs.ReadFile(src, "LICENSE"); err != nil {
+		return nil, err
+	}
+	// the README is the extension's page, with the user docs it links to
+	pages, err := userPages(d.Ext, src, model.Packages.URL)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range pages {
+		files[name] = b
 	}
 	for _, k := range suite.Kinds {
 		err := fs.WalkDir(src, string(k), func(p string, e fs.DirEntry, err error) error {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -273,5 +274,49 @@ func TestMakefileMajorGate(t *testing.T) {
 		case !c.ok && (err == nil || !refused || !strings.Contains(string(out), c.version)):
 			t.Errorf("%q: the Makefile did not refuse it naming the version (%v):\n%s", c.version, err, out)
 		}
+	}
+}
+
+// TestTarballREADMEIsTheExtensionsPage: the tarball's README.md (the PGXN
+// zip's, META.json's docfile) is the repository README's extension page
+// under the extension's name, without the tool's commands, and every
+// relative link of every page the tarball carries resolves to a file in
+// it; links to files it does not carry point to the project at the
+// version's tag.
+func TestTarballREADMEIsTheExtensionsPage(t *testing.T) {
+	files, err := Upstream(model.PgLease, pglease.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(files["README.md"])
+	if !strings.HasPrefix(readme, "# "+model.PgLease.Name+"\n") || strings.Contains(readme, "make test") || strings.Contains(readme, "<!--") {
+		t.Errorf("the tarball's README is not the extension's page:\n%.400s", readme)
+	}
+	for _, want := range []string{"docs/reference.md", "CHANGELOG.md", "docs/upgrading.md"} {
+		if files[want] == nil {
+			t.Errorf("the tarball does not carry %s", want)
+		}
+	}
+	links := 0
+	for name, b := range files {
+		if !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(b), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, ":") {
+				continue
+			}
+			links++
+			if files[path.Clean(path.Join(path.Dir(name), target))] == nil {
+				t.Errorf("%s links to %s, which the tarball does not carry", name, m[1])
+			}
+		}
+	}
+	if links < 10 {
+		t.Errorf("only %d relative links checked", links)
+	}
+	if !strings.Contains(string(files["docs/grace.md"]), model.Packages.URL+"/blob/v"+model.PgLease.Version()+"/bench/results/") {
+		t.Error("a link to bench/results/ is not made the project's at the version")
 	}
 }
