@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/config"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
@@ -119,7 +119,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	}
 	suffix, pkg := applied.Suffix, applied.Pkg
 	c.repoURL = applied.RepoURL
-	builders, err := build.ParseBuilders(c.builder)
+	builders, err := artifact.ParseBuilders(c.builder)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if c.repoURL, err = build.ParseRepoURL(c.repoURL); err != nil {
+	if c.repoURL, err = artifact.ParseRepoURL(c.repoURL); err != nil {
 		return fmt.Errorf("%s: %w", cmp.Or(applied.RepoURLFrom, "--repo-url"), err)
 	}
 	for _, flag := range []string{"out", "into"} {
@@ -141,16 +141,16 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 			return errors.New("--out and --into both name where to write: --out replaces a tree, --into adds to one; keep one")
 		}
 		c.out = c.into
-		if held, err = build.ReadHeld(c.into); err != nil {
+		if held, err = artifact.ReadHeld(c.into); err != nil {
 			return err
 		}
 	} else if len(c.drop) > 0 {
 		return errors.New("--drop removes a version from the tree --into names: give --into")
 	}
-	if err := build.CheckOut(c.out); err != nil {
+	if err := artifact.CheckOut(c.out); err != nil {
 		return err
 	}
-	if _, err := build.Buildable(distros, majors); err != nil {
+	if _, err := artifact.Buildable(distros, majors); err != nil {
 		return err
 	}
 	if c.signKey != "" && c.signWith != "" {
@@ -193,7 +193,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if from != "" {
 		step("packager settings from %s", from)
 	}
-	files, arts, err := build.Build(cmd.Context(), build.Options{
+	files, arts, err := artifact.Build(cmd.Context(), artifact.Options{
 		Ext: model.PgLease, Pkg: pkg, Images: applied.Images, Src: pglease.Files, Majors: majors, Distros: distros,
 		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
 		Held: held, Drop: c.drop,
@@ -201,7 +201,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := build.PublishContext(cmd.Context(), c.out, files); err != nil {
+	if err := artifact.PublishContext(cmd.Context(), c.out, files); err != nil {
 		return err
 	}
 	step("wrote %d files into %s", len(files), c.out)
@@ -240,7 +240,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	fmt.Fprintln(w)
 	images := false
 	for _, a := range arts {
-		images = images || strings.HasPrefix(a.Path, build.ImagesDir+"/")
+		images = images || strings.HasPrefix(a.Path, artifact.ImagesDir+"/")
 	}
 	for _, line := range nextSteps(c.out, c.repoURL, signer != nil, images) {
 		fmt.Fprintln(w, line)
@@ -263,7 +263,7 @@ func nextSteps(out, repoURL string, signed, images bool) []string {
 		fmt.Sprintf("  upload %s to PGXN; attach %s and SHA256SUMS to the release", filepath.Join(out, e.PGXNZip()), filepath.Join(out, e.Tarball())),
 	}
 	if images {
-		lines = append(lines, fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, build.ImagesDir)))
+		lines = append(lines, fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, artifact.ImagesDir)))
 	}
 	if !signed {
 		lines = append(lines, "  unsigned: hosts with gpgcheck=1 refuse these packages; build again with --sign-key FILE to publish")

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 )
@@ -37,7 +37,7 @@ func (c *renderCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if build.IsOutput(c.out) {
+	if artifact.IsOutput(c.out) {
 		return fmt.Errorf("--out %s is a build's output, which pglease-gen build writes and replaces whole: render into another directory (the default is build)", c.out)
 	}
 	if c.check {

@@ -19,7 +19,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/junit"
@@ -329,7 +329,7 @@ func TestAptRefusesABrokenDependency(t *testing.T) {
 	if err := CheckImages(p, images.DebianRepository, []int{16}, runtime.GOARCH); err != nil {
 		t.Fatalf("%v\n(make images builds them)", err)
 	}
-	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+	files, _, err := artifact.Build(context.Background(), artifact.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
 		Majors: []int{16, 17}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released()})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
@@ -37,7 +37,7 @@ func TestGrownRepositoryInstallsEveryVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held, _, err = build.Build(context.Background(), build.Options{Ext: ext, Pkg: pkg, Src: pglease.Files,
+		held, _, err = artifact.Build(context.Background(), artifact.Options{Ext: ext, Pkg: pkg, Src: pglease.Files,
 			Majors: []int{16}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: pkg.Released(), Sign: s, Held: held})
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)

@@ -11,7 +11,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/runner"
@@ -32,20 +32,20 @@ func TestImageVolume(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
 	needImages(t, p, 17, 18, 19)
-	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+	files, _, err := artifact.Build(context.Background(), artifact.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
 		Majors: []int{17, 18, 19}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name := range files {
-		if strings.HasPrefix(name, build.ImagesDir+"/") && strings.Contains(name, "-17-") {
+		if strings.HasPrefix(name, artifact.ImagesDir+"/") && strings.Contains(name, "-17-") {
 			t.Errorf("the build offers an image for PostgreSQL 17: %s", name)
 		}
 	}
 	volume := map[int][]byte{}
 	for _, major := range []int{18, 19} {
 		tag := model.CNPG.Tag(model.PgLease, major)
-		archive := files[build.ImagesDir+"/"+model.PgLease.Name+"-"+tag+"."+runtime.GOARCH+".docker.tar"]
+		archive := files[artifact.ImagesDir+"/"+model.PgLease.Name+"-"+tag+"."+runtime.GOARCH+".docker.tar"]
 		if archive == nil {
 			t.Fatalf("no docker archive of %s for %s", tag, runtime.GOARCH)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/build"
+	"github.com/pglease/pglease-gen/internal/artifact"
 	"github.com/pglease/pglease-gen/internal/deb"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/layout"
@@ -29,7 +29,7 @@ import (
 func signedBuild(t *testing.T, tamper func(render.Files, *sign.Signer)) string {
 	t.Helper()
 	s := testenv.Signer(t, 2048)
-	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+	files, _, err := artifact.Build(context.Background(), artifact.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
 		Majors: []int{16}, Distros: proofDistros, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestStandinServerOnTrixie(t *testing.T) {
 	}
 	trixie, _ := model.DistroNamed("trixie")
 	s := testenv.Signer(t, 2048)
-	files, _, err := build.Build(context.Background(), build.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+	files, _, err := artifact.Build(context.Background(), artifact.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
 		Majors: []int{16}, Distros: []model.Distro{trixie}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // Builders.
@@ -27,12 +27,12 @@ const (
 )
 
 // Options configure Build; Builder is one of the builders above.
-type Options = dist.Options
+type Options = sourcetree.Options
 
 // Build makes, for every distribution, the source package (upstream's
 // tarball, that release's debian.tar.xz and .dsc), the deb of every major
 // and the apt repository tree, in memory.
-func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error) {
+func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact, error) {
 	step := o.Step
 	if step == nil {
 		step = func(string, ...any) {}
@@ -40,22 +40,22 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if o.Builder != Dpkg && o.Builder != PureGo && o.Builder != "" {
 		return nil, nil, fmt.Errorf("unknown deb builder %q: use %s or %s", o.Builder, PureGo, Dpkg)
 	}
-	orig, err := dist.UpstreamTarball(o.Ext, o.Src)
+	orig, err := sourcetree.UpstreamTarball(o.Ext, o.Src)
 	if err != nil {
 		return nil, nil, err
 	}
 	files := render.Files{}
-	var arts []dist.Artifact
+	var arts []sourcetree.Artifact
 	var names []string
 	for _, dis := range o.DistrosOf(model.Deb) {
 		// the debs of one release: its codename in their versions and in
 		// their changelog
 		pkg := o.Pkg.For(dis)
-		dd, err := dist.NewData(o.Ext, pkg, o.Src, o.Suffix)
+		dd, err := sourcetree.NewData(o.Ext, pkg, o.Src, o.Suffix)
 		if err != nil {
 			return nil, nil, err
 		}
-		ds, err := dist.Sources(dd, o.Src)
+		ds, err := sourcetree.Sources(dd, o.Src)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,7 +65,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		// release gets (a .dsc of a subset differed in its Binary: from
 		// the whole build's, under the same name, and a repository
 		// merged from two builds had two)
-		debian, err := dist.Debian(dd, o.Src, dis.MajorsOf(o.Ext.Majors))
+		debian, err := sourcetree.Debian(dd, o.Src, dis.MajorsOf(o.Ext.Majors))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -141,7 +141,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			switch base := path.Base(name); {
 			case strings.HasSuffix(name, ".deb"):
 				if major, ok := majorOf[base]; ok { // (not one a published tree held)
-					arts = append(arts, dist.Artifact{Path: name, Kind: "deb", Major: major, Distro: dis.Name})
+					arts = append(arts, sourcetree.Artifact{Path: name, Kind: "deb", Major: major, Distro: dis.Name})
 				}
 			case base == src.DscName():
 				kind = "dsc"
@@ -155,9 +155,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 				kind = "signature"
 			}
 			if kind == "orig-tarball" {
-				arts = append(arts, dist.Artifact{Path: name, Kind: kind})
+				arts = append(arts, sourcetree.Artifact{Path: name, Kind: kind})
 			} else if kind != "" {
-				arts = append(arts, dist.Artifact{Path: name, Kind: kind, Distro: dis.Name})
+				arts = append(arts, sourcetree.Artifact{Path: name, Kind: kind, Distro: dis.Name})
 			}
 		}
 		names = append(names, dis.Name)

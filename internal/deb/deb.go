@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // File is one regular file or symbolic link of a package; its
@@ -68,7 +68,7 @@ func (p Package) arch() string {
 // and the debhelper tools produce from the source tree under Debian's
 // layout. Files over 4 KiB in the doc directory are gzipped as
 // dh_compress does; changelog.Debian is always.
-func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Package, error) {
+func Contents(d sourcetree.Data, sources render.Files, major int, built time.Time) (Package, error) {
 	name := d.Ext.DebPackage(major)
 	p := Package{
 		Name: name, Version: d.Pkg.DebVersion(d.Ext.Version(), d.Pkg.Release, d.Suffix), Source: d.Ext.DebSource(),
@@ -95,7 +95,7 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 	// dh_installdocs keeps README's date from the source tree (upstream's
 	// tarball), and gzip -n gives it to the .gz; dpkg-deb clamps it to
 	// SOURCE_DATE_EPOCH. What the build writes is dated the build.
-	readmeTime := dist.UpstreamTime(d.Ext)
+	readmeTime := sourcetree.UpstreamTime(d.Ext)
 	if built.Before(readmeTime) {
 		readmeTime = built
 	}

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -130,11 +130,11 @@ func TestDebReproducible(t *testing.T) {
 // majors: the same bytes.
 func TestGenControlMatchesPgBuildext(t *testing.T) {
 	testenv.Tools(t, "pg_buildext")
-	d, err := dist.NewData(model.PgLease, model.Packages, pglease.Files, "PGSTY")
+	d, err := sourcetree.NewData(model.PgLease, model.Packages, pglease.Files, "PGSTY")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources, err := dist.Sources(d, pglease.Files)
+	sources, err := sourcetree.Sources(d, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // Source is a Debian source package in the 3.0 (quilt) format, as
@@ -222,11 +222,11 @@ func DebianTar(debian render.Files, when time.Time) ([]byte, error) {
 		}
 		inside[rel] = b
 	}
-	err := dist.EachEntry(inside, "debian", func(d string) error {
+	err := sourcetree.EachEntry(inside, "debian", func(d string) error {
 		return gnuEntry(&raw, d+"/", '5', 0o755, mtime, nil)
 	}, func(name, full string) error {
 		mode := int64(0o644)
-		if dist.Executables[full] {
+		if sourcetree.Executables[full] {
 			mode = 0o755
 		}
 		return gnuEntry(&raw, full, '0', mode, mtime, inside[name])

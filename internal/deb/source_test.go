@@ -15,11 +15,11 @@ import (
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/deb"
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 	"github.com/pglease/pglease-gen/internal/suite"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
@@ -329,15 +329,15 @@ func ourDebs(t *testing.T, majors ...int) map[int]aDeb {
 func sourcePackage(t *testing.T, signer *sign.Signer) deb.Source {
 	t.Helper()
 	bookworm, _ := model.DistroNamed("bookworm")
-	d, err := dist.NewData(model.PgLease, model.Packages.For(bookworm), pglease.Files, model.Packages.Suffixes[0])
+	d, err := sourcetree.NewData(model.PgLease, model.Packages.For(bookworm), pglease.Files, model.Packages.Suffixes[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	debian, err := dist.Debian(d, pglease.Files, bookworm.MajorsOf(model.PgLease.Majors))
+	debian, err := sourcetree.Debian(d, pglease.Files, bookworm.MajorsOf(model.PgLease.Majors))
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := dist.UpstreamTarball(model.PgLease, pglease.Files)
+	orig, err := sourcetree.UpstreamTarball(model.PgLease, pglease.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,16 @@
-// Package era is the rule by which pg_lease 0.3.0 keeps a fencing epoch
-// from being given twice across promotions, restores and operators'
+// Package era is the rule by which pg_lease keeps a fencing epoch from
+// being given twice across crashes, promotions, restores and operators'
 // lease.new_era() calls, written small enough to check: the property test
 // runs it over many random histories of grants, era changes, forks and
 // lost tails, and runs weakened rules over the same histories to show that
 // the test finds the repeats they allow. docs/eras.md gives the argument
 // and every assumption; the extension's SQL implements the same rule.
+//
+// Two versions of the rule are here. This file is 0.3.0's, which the
+// 0.2.0 and 0.3.0 updates start from; era04.go is the rule of 0.4.0 and
+// later (0.5.x enter eras by it unchanged): bands numbered by generation,
+// timeline counted from the generation's first and count (Band04), an era
+// settled at the first grant after a restart (enter_era).
 //
 // An era is identified by three numbers, compared in this order:
 //

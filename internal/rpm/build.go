@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // Builders.
@@ -28,10 +28,10 @@ const (
 )
 
 // Options configure Build; Builder is one of the builders above.
-type Options = dist.Options
+type Options = sourcetree.Options
 
 // Artifact is one file a build wrote.
-type Artifact = dist.Artifact
+type Artifact = sourcetree.Artifact
 
 // RepoDir is the repository tree of an architecture, e.g. el9.x86_64.
 func RepoDir(pkg model.Packaging, arch string) string {
@@ -50,7 +50,7 @@ func HostRepoDir(pkg model.Packaging) string {
 func SpecFile(ext model.Extension) string { return ext.Name + ".spec" }
 
 // Build makes the source tarball, the spec, a source and a binary RPM per
-// major and the repository trees, all in memory (package build adds the
+// major and the repository trees, all in memory (package artifact adds the
 // debs and the checksums, and publishes them).
 func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	step := o.Step
@@ -61,15 +61,15 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 		return nil, nil, errors.New("no PostgreSQL majors to build for")
 	}
 	// Source0 is upstream's tarball, the same bytes whoever builds
-	sources, err := dist.Upstream(o.Ext, o.Src)
+	sources, err := sourcetree.Upstream(o.Ext, o.Src)
 	if err != nil {
 		return nil, nil, err
 	}
-	tarball, err := dist.Tarball(sources, o.Ext.SourceDir(), dist.UpstreamTime(o.Ext))
+	tarball, err := sourcetree.Tarball(sources, o.Ext.SourceDir(), sourcetree.UpstreamTime(o.Ext))
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := dist.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
+	d, err := sourcetree.NewData(o.Ext, o.Pkg, o.Src, o.Suffix)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,7 +96,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 	}
 	for _, dis := range o.DistrosOf(model.RPM) {
 		pkg := o.Pkg.For(dis)
-		dd, err := dist.NewData(o.Ext, pkg, o.Src, o.Suffix)
+		dd, err := sourcetree.NewData(o.Ext, pkg, o.Src, o.Suffix)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // SpecTemplate is the spec's template in the source tree.
@@ -90,7 +90,7 @@ func (p Package) SourceRPM() string { return p.NVR() + ".src.rpm" }
 
 // Contents says what the binary RPM for one major holds: what the spec's
 // %install and %files produce, under the PGDG prefix.
-func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Package, error) {
+func Contents(d sourcetree.Data, sources render.Files, major int, built time.Time) (Package, error) {
 	name := d.Ext.PackageName(major)
 	ext := layout.PGDG(major).ExtensionDir()
 	p := Package{
@@ -98,7 +98,7 @@ func Contents(d dist.Data, sources render.Files, major int, built time.Time) (Pa
 		Summary: d.Summary, Description: d.Description, License: d.Ext.License, URL: d.Pkg.URL,
 		Requires:  []string{model.ServerPackage(major)},
 		Changelog: d.Pkg.Changelog, Maintainer: d.Pkg.Maintainer, Suffix: d.Suffix, BuildTime: built,
-		SourceTime: dist.UpstreamTime(d.Ext),
+		SourceTime: sourcetree.UpstreamTime(d.Ext),
 	}
 	for _, f := range d.Files {
 		p.Files = append(p.Files, File{Path: path.Join(ext, f), Mode: 0o644, Body: sources[f]})

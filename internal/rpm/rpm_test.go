@@ -19,9 +19,9 @@ import (
 	rpmutils "github.com/sassoftware/go-rpmutils"
 
 	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -124,7 +124,7 @@ func TestSpecGuardsTheMajor(t *testing.T) {
 // %install keeps and rpmbuild clamps to the epoch). The tarball is
 // upstream's whatever the epoch.
 func TestBuildIsReproducible(t *testing.T) {
-	upstream := dist.UpstreamTime(model.PgLease)
+	upstream := sourcetree.UpstreamTime(model.PgLease)
 	for _, b := range []string{PureGo, Rpmbuild} {
 		if b == Rpmbuild {
 			testenv.Tools(t, "rpmbuild")

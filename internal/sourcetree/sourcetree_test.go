@@ -1,4 +1,4 @@
-package dist
+package sourcetree
 
 import (
 	"archive/zip"

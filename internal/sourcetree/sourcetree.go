@@ -1,10 +1,10 @@
-// Package dist makes the source distributions: upstream's tree (control
+// Package sourcetree makes the source distributions: upstream's tree (control
 // file, every install and update script, a PGXS Makefile, META.json,
 // README, LICENSE and both test suites), the same for every packager, as
 // the tarball a spec's Source0, Debian's orig and PGXN take; and the
 // debian/ directory of a packaging, which the Debian source package
 // carries beside it.
-package dist
+package sourcetree
 
 import (
 	"archive/tar"

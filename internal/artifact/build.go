@@ -1,9 +1,9 @@
-// Package build is pglease-gen build: the source tarball, the RPMs and
+// Package artifact is what pglease-gen build makes: the source tarball, the RPMs and
 // their repositories (package rpm), the debs and their apt repository
 // (package deb), the checksums and, when signing or given a repository
 // URL, the public key and the .repo and .sources host files, in memory;
 // Publish writes them.
-package build
+package artifact
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 	"time"
 
 	"github.com/pglease/pglease-gen/internal/deb"
-	"github.com/pglease/pglease-gen/internal/dist"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/oci"
 	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/rpm"
 	"github.com/pglease/pglease-gen/internal/sign"
+	"github.com/pglease/pglease-gen/internal/sourcetree"
 )
 
 // ImagesDir holds the CloudNativePG extension images in the build output.
@@ -82,7 +82,7 @@ func ParseBuilders(s string) ([]string, error) {
 }
 
 // Build makes everything build writes, with SHA256SUMS over it.
-func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error) {
+func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact, error) {
 	if len(o.Majors) == 0 {
 		return nil, nil, errors.New("no PostgreSQL majors to build for")
 	}
@@ -133,17 +133,17 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	arts = append(arts, debArts...)
 	// PGXN's release zip: upstream's tree (the tarball's), its META.json
 	// checked against PGXN's meta spec first
-	sources, err := dist.Upstream(o.Ext, o.Src)
+	sources, err := sourcetree.Upstream(o.Ext, o.Src)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := dist.CheckMETA(sources["META.json"], sources); err != nil {
+	if err := sourcetree.CheckMETA(sources["META.json"], sources); err != nil {
 		return nil, nil, err
 	}
-	if files[o.Ext.PGXNZip()], err = dist.Zip(sources, o.Ext.SourceDir(), dist.UpstreamTime(o.Ext)); err != nil {
+	if files[o.Ext.PGXNZip()], err = sourcetree.Zip(sources, o.Ext.SourceDir(), sourcetree.UpstreamTime(o.Ext)); err != nil {
 		return nil, nil, err
 	}
-	arts = append(arts, dist.Artifact{Path: o.Ext.PGXNZip(), Kind: "pgxn-zip"})
+	arts = append(arts, sourcetree.Artifact{Path: o.Ext.PGXNZip(), Kind: "pgxn-zip"})
 	step := o.Step
 	if step == nil {
 		step = func(string, ...any) {}
@@ -167,9 +167,9 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		files[n] = b
 	}
 	for _, im := range imgs {
-		arts = append(arts, dist.Artifact{Path: path.Join(im.Dir, "index.json"), Kind: "oci-layout", Major: im.Major})
+		arts = append(arts, sourcetree.Artifact{Path: path.Join(im.Dir, "index.json"), Kind: "oci-layout", Major: im.Major})
 		for _, arch := range model.MachineArches {
-			arts = append(arts, dist.Artifact{Path: im.Archives[arch], Kind: "docker-archive", Major: im.Major, Arch: arch})
+			arts = append(arts, sourcetree.Artifact{Path: im.Archives[arch], Kind: "docker-archive", Major: im.Major, Arch: arch})
 		}
 		step("CloudNativePG image %s: %s/ (OCI layout, linux/amd64 and linux/arm64) and a docker save tarball per platform", im.Ref, im.Dir)
 	}
@@ -178,7 +178,7 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 	if o.Sign != nil {
 		key = o.Sign.PublicKey()
 		files[o.Ext.RPMKeyFile()] = key
-		arts = append(arts, dist.Artifact{Path: o.Ext.RPMKeyFile(), Kind: "public-key"})
+		arts = append(arts, sourcetree.Artifact{Path: o.Ext.RPMKeyFile(), Kind: "public-key"})
 		keyURL = repoURL + "/" + o.Ext.RPMKeyFile()
 	}
 	if repoURL != "" {
@@ -190,12 +190,12 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 			// exclude or prioritise) one vendor's repository from another's
 			files[o.Ext.RepoFile()] = rpm.RepoFile(o.Ext.Name+"-"+strings.ToLower(o.Suffix), o.Ext.Name+" from "+o.Suffix+" for EL$releasever ($basearch)",
 				repoURL+"/"+rpm.HostRepoDir(o.Pkg), keyURL)
-			arts = append(arts, dist.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"})
+			arts = append(arts, sourcetree.Artifact{Path: o.Ext.RepoFile(), Kind: "repo-file"})
 		}
 		for _, d := range model.OfFormat(distros, model.Deb) {
 			name := o.Ext.SourcesFileFor(d.Name)
 			files[name] = deb.Sources(o.Pkg.For(d), o.Ext.DebSource(), repoURL+"/"+deb.RepoDir, key)
-			arts = append(arts, dist.Artifact{Path: name, Kind: "repo-file", Distro: d.Name})
+			arts = append(arts, sourcetree.Artifact{Path: name, Kind: "repo-file", Distro: d.Name})
 		}
 	}
 	if o.Held != nil {
@@ -206,13 +206,13 @@ func Build(ctx context.Context, o Options) (render.Files, []dist.Artifact, error
 		step("the tree holds %s: every version's packages in the pools and the indices", strings.Join(versions, ", "))
 	}
 	files["SHA256SUMS"] = Sums(files)
-	arts = append(arts, dist.Artifact{Path: "SHA256SUMS", Kind: "checksums"})
+	arts = append(arts, sourcetree.Artifact{Path: "SHA256SUMS", Kind: "checksums"})
 	if o.Sign != nil {
 		// gpg --verify SHA256SUMS.asc SHA256SUMS, then sha256sum -c
 		if files["SHA256SUMS.asc"], err = o.Sign.Armored(files["SHA256SUMS"]); err != nil {
 			return nil, nil, err
 		}
-		arts = append(arts, dist.Artifact{Path: "SHA256SUMS.asc", Kind: "signature"})
+		arts = append(arts, sourcetree.Artifact{Path: "SHA256SUMS.asc", Kind: "signature"})
 	}
 	for i := range arts {
 		b := files[arts[i].Path]
