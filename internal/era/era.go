@@ -8,7 +8,7 @@
 //
 // Two versions of the rule are here. This file is 0.3.0's, which the
 // 0.2.0 and 0.3.0 updates start from; era04.go is the rule of 0.4.0 and
-// later (0.5.x enter eras by it unchanged): bands numbered by generation,
+// later (0.5.x keep its bands and add the grace): bands numbered by generation,
 // timeline counted from the generation's first and count (Band04), an era
 // settled at the first grant after a restart (enter_era).
 //
