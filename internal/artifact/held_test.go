@@ -21,11 +21,7 @@ import (
 // for el9 and bookworm into held (nil: a new tree).
 func grown(t *testing.T, v string, majors []int, held render.Files, o Options) (render.Files, error) {
 	t.Helper()
-	ext, err := model.PgLease.At(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := model.Packages.At(v)
+	ext, pkg, err := model.AsPublished(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +169,8 @@ func TestTreeGrows(t *testing.T) {
 			for n, b := range both {
 				held[n] = b
 			}
-			ext, _ := model.PgLease.At("0.5.1")
+			ext, pkg, _ := model.AsPublished("0.5.1")
 			el9, _ := model.DistroNamed("el9")
-			pkg, _ := model.Packages.At("0.5.1")
 			pkg.Maintainer = "Another Packager <another@example.org>"
 			for i := range pkg.Changelog {
 				pkg.Changelog[i].By = pkg.Maintainer

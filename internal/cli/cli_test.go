@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/deb"
@@ -677,28 +676,8 @@ func TestSignWithGPG(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs gpg and gpgv: skipped under -short (make test runs it)")
 	}
-	testenv.Tools(t, "gpg", "gpgv", "gpgconf")
-	home, err := os.MkdirTemp("", "pglease-gpg-") // (short: the agent's socket path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
-		os.RemoveAll(home)
-	})
-	priv, _, err := sign.Generate("pg_lease release", "release@pglease.invalid", 0, nil, model.Packages.Released().Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(home, "key.asc")
-	os.WriteFile(keyFile, priv, 0o600)
-	if out, err := exec.Command("gpg", "--homedir", home, "--batch", "--import", keyFile).CombinedOutput(); err != nil {
-		t.Fatalf("gpg --import: %v\n%s", err, out)
-	}
-	s, err := sign.Load(keyFile, nil, model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.Tools(t, "gpgv")
+	home, s := testenv.GnuPGSigner(t, 0)
 	t.Setenv("GNUPGHOME", home)
 	out := filepath.Join(t.TempDir(), "dist")
 	if code, _, errs := run(t, "build", "--out", out, "--pg", "17", "--distro", "bookworm", "--sign-with", "gpg:"+s.Fingerprint()); code != ExitOK {

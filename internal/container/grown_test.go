@@ -29,11 +29,7 @@ func TestGrownRepositoryInstallsEveryVersion(t *testing.T) {
 	s := testenv.Signer(t, 2048)
 	var held render.Files
 	for _, v := range []string{"0.5.0", "0.5.1"} {
-		ext, err := model.PgLease.At(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pkg, err := model.Packages.At(v)
+		ext, pkg, err := model.AsPublished(v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -358,3 +358,15 @@ func Bullets(items []string, first, cont string, width int) []string {
 	}
 	return out
 }
+
+// AsPublished is version v of pg_lease with its packaging as v was
+// published (Extension.At and Packaging.At): what a build of an older
+// version beside a newer one makes.
+func AsPublished(v string) (Extension, Packaging, error) {
+	ext, err := PgLease.At(v)
+	if err != nil {
+		return ext, Packaging{}, err
+	}
+	pkg, err := Packages.At(v)
+	return ext, pkg, err
+}

@@ -133,23 +133,7 @@ func TestRpmChecksTheSignatures(t *testing.T) {
 func TestLikeRpmsign(t *testing.T) {
 	testenv.Tools(t, "rpmsign", "gpg", "gpgconf", "rpmkeys")
 	dir := t.TempDir()
-	home := filepath.Join(dir, "gnupg")
-	os.Mkdir(home, 0o700)
-	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run() })
-	created := model.Packages.Released().Add(-24 * time.Hour)
-	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 2048, nil, created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "key.asc")
-	os.WriteFile(keyFile, priv, 0o600)
-	if out, err := exec.Command("gpg", "--homedir", home, "--batch", "--import", keyFile).CombinedOutput(); err != nil {
-		t.Fatalf("gpg --import: %v\n%s", err, out)
-	}
-	s, err := sign.Load(keyFile, nil, model.Packages.Released())
-	if err != nil {
-		t.Fatal(err)
-	}
+	home, s := testenv.GnuPGSigner(t, 2048)
 	name := "el9.x86_64/pg_lease_16-" + ver + "-1PGSTY.el9.noarch.rpm"
 	unsigned := build(t, options(PureGo, model.Packages.Released(), 16))[name]
 	theirs := filepath.Join(dir, "theirs.rpm")
