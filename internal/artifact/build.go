@@ -56,6 +56,9 @@ type Options struct {
 	// whose files the output leaves out.
 	Held render.Files
 	Drop []string
+	// SignedAt is when the repositories' metadata and SHA256SUMS are
+	// signed (build: now); zero: Time, as the packages.
+	SignedAt time.Time
 }
 
 // ParseBuilders reads --builder: go, rpmbuild, dpkg, or a comma list of
@@ -119,11 +122,11 @@ func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact,
 	} else if len(o.Drop) > 0 {
 		return nil, nil, errors.New("--drop removes a version from the tree --into names: give --into")
 	}
-	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign, Held: o.Held})
+	files, arts, err := rpm.Build(ctx, rpm.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: rb, Time: o.Time, Step: o.Step, Sign: o.Sign, SignedAt: o.SignedAt, Held: o.Held})
 	if err != nil {
 		return nil, nil, err
 	}
-	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign, Held: o.Held})
+	debFiles, debArts, err := deb.Build(ctx, deb.Options{Ext: o.Ext, Pkg: o.Pkg, Src: o.Src, Majors: o.Majors, Distros: distros, Suffix: o.Suffix, Builder: db, Time: o.Time, Step: o.Step, Sign: o.Sign, SignedAt: o.SignedAt, Held: o.Held})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,7 +212,11 @@ func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact,
 	arts = append(arts, sourcetree.Artifact{Path: "SHA256SUMS", Kind: "checksums"})
 	if o.Sign != nil {
 		// gpg --verify SHA256SUMS.asc SHA256SUMS, then sha256sum -c
-		if files["SHA256SUMS.asc"], err = o.Sign.Armored(files["SHA256SUMS"]); err != nil {
+		s := o.Sign
+		if !o.SignedAt.IsZero() {
+			s = s.At(o.SignedAt)
+		}
+		if files["SHA256SUMS.asc"], err = s.Armored(files["SHA256SUMS"]); err != nil {
 			return nil, nil, err
 		}
 		arts = append(arts, sourcetree.Artifact{Path: "SHA256SUMS.asc", Kind: "signature"})

@@ -49,7 +49,8 @@ func newBuild() *cobra.Command {
 			"rpmbuild runs the spec through rpmbuild, --builder dpkg the debian/ tree\n" +
 			"through dpkg-buildpackage. SOURCE_DATE_EPOCH (default: the newest changelog\n" +
 			"date) sets every time stamp: two builds with the same value are\n" +
-			"byte-identical.\n\n" +
+			"byte-identical, but for the repositories' signatures (InRelease,\n" +
+			"Release.gpg, repomd.xml.asc, SHA256SUMS.asc), made when the build runs.\n\n" +
 			"--sign-key FILE (an armored OpenPGP private key; its passphrase, if any, in\n" +
 			"the environment variable " + sign.PassphraseEnv + ") signs every RPM and SRPM, each\n" +
 			"repodata/repomd.xml (repomd.xml.asc) and each suite's Release (Release.gpg,\n" +
@@ -196,7 +197,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	files, arts, err := artifact.Build(cmd.Context(), artifact.Options{
 		Ext: model.PgLease, Pkg: pkg, Images: applied.Images, Src: pglease.Files, Majors: majors, Distros: distros,
 		Suffix: suffix, Builders: builders, Time: when, Step: step, Sign: signer, RepoURL: c.repoURL,
-		Held: held, Drop: c.drop,
+		Held: held, Drop: c.drop, SignedAt: time.Now(),
 	})
 	if err != nil {
 		return err

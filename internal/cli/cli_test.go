@@ -14,6 +14,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/deb"
@@ -424,8 +428,10 @@ release_note: Rebuilt with ACME's vendor tag
 }
 
 // TestSignedBuild signs with a key keygen made: the build names the key,
-// writes the public key and the host files, and is byte-identical when
-// repeated; keygen never overwrites a key.
+// writes the public key and the host files, and when repeated every file
+// is byte-identical but the repositories' signatures (InRelease,
+// Release.gpg, repomd.xml.asc, SHA256SUMS.asc), which are made when the
+// build runs; keygen never overwrites a key.
 func TestSignedBuild(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "k.asc")
@@ -462,8 +468,20 @@ func TestSignedBuild(t *testing.T) {
 			t.Error("the build's public key is not keygen's")
 		}
 	}
-	if !bytes.Equal(sums[0], sums[1]) {
-		t.Errorf("two signed builds differ:\n%s\n%s", sums[0], sums[1])
+	stable := func(sums []byte) (kept string, signatures int) {
+		for _, l := range strings.SplitAfter(string(sums), "\n") {
+			if strings.HasSuffix(l, "/InRelease\n") || strings.HasSuffix(l, "/Release.gpg\n") || strings.HasSuffix(l, "/repomd.xml.asc\n") {
+				signatures++
+				continue
+			}
+			kept += l
+		}
+		return kept, signatures
+	}
+	a, n := stable(sums[0])
+	b, _ := stable(sums[1])
+	if a != b || n == 0 {
+		t.Errorf("two signed builds differ beyond the repositories' %d signatures:\n%s\n%s", n, sums[0], sums[1])
 	}
 	code, stdout, _ := run(t, "build", "--out", filepath.Join(dir, "plain"), "--pg", "17")
 	if code != ExitOK || !strings.Contains(stdout, "unsigned: pass --sign-key FILE") {
@@ -694,5 +712,65 @@ func TestSignWithGPG(t *testing.T) {
 	ids, err := runner.KeyIDs(pub)
 	if err != nil || !strings.HasSuffix(s.Fingerprint(), strings.ToUpper(ids[0])) {
 		t.Errorf("the build's public key is %v, not the gpg key %s (%v)", ids, s.Fingerprint(), err)
+	}
+}
+
+// signatureTime is the creation time of the first signature in an armored
+// detached signature or a cleartext-signed text.
+func signatureTime(b []byte) (time.Time, error) {
+	at := bytes.Index(b, []byte("-----BEGIN PGP SIGNATURE-----"))
+	if at < 0 {
+		return time.Time{}, fmt.Errorf("no signature block")
+	}
+	block, err := armor.Decode(bytes.NewReader(b[at:]))
+	if err != nil {
+		return time.Time{}, err
+	}
+	p, err := packet.Read(block.Body)
+	if err != nil {
+		return time.Time{}, err
+	}
+	sig, ok := p.(*packet.Signature)
+	if !ok {
+		return time.Time{}, fmt.Errorf("not a signature packet: %T", p)
+	}
+	return sig.CreationTime, nil
+}
+
+// TestRepositorySignedWhenBuilt: with a key made days before the
+// release, the suites' and repodata's signatures are dated when the build
+// ran, the .dsc's (as the packages') at SOURCE_DATE_EPOCH (so they stay
+// byte-stable while a host sees when the repository was published).
+func TestRepositorySignedWhenBuilt(t *testing.T) {
+	dir := t.TempDir()
+	priv, _, err := sign.Generate("pg_lease test", "test@pglease.invalid", 0, nil, model.Packages.Released().Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "key.asc")
+	os.WriteFile(key, priv, 0o600)
+	out := filepath.Join(dir, "dist")
+	start := time.Now().Add(-time.Second)
+	if code, _, errs := run(t, "build", "--out", out, "--pg", "17", "--distro", "el9,bookworm", "--sign-key", key); code != ExitOK {
+		t.Fatal(errs)
+	}
+	v := model.PgLease.Version()
+	for file, now := range map[string]bool{
+		"apt/dists/bookworm/Release.gpg":                                  true,
+		"apt/dists/bookworm/InRelease":                                    true,
+		"el9.x86_64/repodata/repomd.xml.asc":                              true,
+		"SHA256SUMS.asc":                                                  true,
+		"apt/pool/main/p/pg-lease/pg-lease_" + v + "-1PGSTY~bookworm.dsc": false,
+	} {
+		b, _ := os.ReadFile(filepath.Join(out, file))
+		when, err := signatureTime(b)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", file, err)
+		case now && when.Before(start.Truncate(time.Second)):
+			t.Errorf("%s is signed at %s, before the build ran (%s)", file, when, start)
+		case !now && !when.Equal(model.Packages.Released()):
+			t.Errorf("%s is signed at %s, not at SOURCE_DATE_EPOCH (%s)", file, when, model.Packages.Released())
+		}
 	}
 }

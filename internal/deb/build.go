@@ -126,7 +126,7 @@ func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact,
 			}
 		}
 		if err == nil && o.Sign != nil {
-			err = SignRepo(suite, o.Sign)
+			err = SignRepo(suite, o.RepoSigner())
 		}
 		if err != nil {
 			return nil, nil, err

@@ -166,7 +166,7 @@ func Build(ctx context.Context, o Options) (render.Files, []Artifact, error) {
 					arts = append(arts, Artifact{Path: full, Kind: "repodata", Arch: arch, Distro: dis.Name})
 					if o.Sign != nil {
 						// dnf's repo_gpgcheck=1 reads repomd.xml.asc
-						if files[full+".asc"], err = o.Sign.Armored(b); err != nil {
+						if files[full+".asc"], err = o.RepoSigner().Armored(b); err != nil {
 							return nil, nil, err
 						}
 						arts = append(arts, Artifact{Path: full + ".asc", Kind: "signature", Arch: arch, Distro: dis.Name})

@@ -54,12 +54,11 @@ func LoadGPG(id string, passphrase []byte, when, now time.Time) (*Signer, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range []time.Time{e.PrimaryKey.CreationTime, k.PublicKey.CreationTime, k.SelfSignature.CreationTime} {
-		if when.Before(t) {
-			when = t
-		}
+	notBefore := keyMade(e, k)
+	if when.Before(notBefore) {
+		when = notBefore
 	}
-	s := &Signer{entity: e, pub: k.PublicKey, when: when, gpg: &gpgKey{fpr: fmt.Sprintf("%X", k.PublicKey.Fingerprint), passphrase: passphrase}}
+	s := &Signer{entity: e, pub: k.PublicKey, when: when, notBefore: notBefore, gpg: &gpgKey{fpr: fmt.Sprintf("%X", k.PublicKey.Fingerprint), passphrase: passphrase}}
 	probe := []byte("pglease-gen: can gpg sign with this key?\n")
 	sig, err := s.Detached(probe)
 	if err != nil {

@@ -38,6 +38,21 @@ type Signer struct {
 	// public key gpg exported
 	gpg *gpgKey
 	pub *packet.PublicKey // the signing key's public part
+	// notBefore is the signing key's making (or its binding's): no
+	// signature is dated before it
+	notBefore time.Time
+}
+
+// At is s signing at t instead (not before the signing key's making):
+// the repositories' metadata is signed when the build runs, the packages
+// at SOURCE_DATE_EPOCH.
+func (s *Signer) At(t time.Time) *Signer {
+	c := *s
+	c.when = t
+	if t.Before(s.notBefore) {
+		c.when = s.notBefore
+	}
+	return &c
 }
 
 // MinValidity is how long a signing key must stay valid after the build:
@@ -94,10 +109,9 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 	// subkey added today thus signs a build dated back to its
 	// SOURCE_DATE_EPOCH at the subkey's own making, the same bytes each
 	// time.
-	for _, t := range []time.Time{e.PrimaryKey.CreationTime, k.PublicKey.CreationTime, k.SelfSignature.CreationTime} {
-		if when.Before(t) {
-			when = t
-		}
+	notBefore := keyMade(e, k)
+	if when.Before(notBefore) {
+		when = notBefore
 	}
 	if k.PrivateKey == nil || k.PrivateKey.Dummy() {
 		return nil, fmt.Errorf("signing key %s: holds no private part of its signing key %X (exported without it, or kept on a card); export it with gpg --export-secret-subkeys --armor %X!", file, k.PublicKey.Fingerprint, k.PublicKey.Fingerprint)
@@ -105,7 +119,19 @@ func LoadAt(file string, passphrase []byte, when, now time.Time) (*Signer, error
 	if k.PrivateKey.Encrypted {
 		return nil, fmt.Errorf("signing key %s: its signing subkey is still encrypted", file)
 	}
-	return &Signer{entity: e, key: k.PrivateKey, pub: k.PublicKey, when: when}, nil
+	return &Signer{entity: e, key: k.PrivateKey, pub: k.PublicKey, when: when, notBefore: notBefore}, nil
+}
+
+// keyMade is when the signing key k of e became usable: the latest of the
+// primary's making, the key's and its binding signature's.
+func keyMade(e *openpgp.Entity, k openpgp.Key) time.Time {
+	t := e.PrimaryKey.CreationTime
+	for _, u := range []time.Time{k.PublicKey.CreationTime, k.SelfSignature.CreationTime} {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
 }
 
 func (s *Signer) config() *packet.Config {

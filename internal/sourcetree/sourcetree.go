@@ -121,11 +121,24 @@ type Options struct {
 	Time    time.Time // SOURCE_DATE_EPOCH: build time and every mtime
 	Step    func(format string, args ...any)
 	Sign    *sign.Signer // sign the packages and repositories; nil: unsigned
+	// SignedAt is when the repositories' metadata (InRelease, Release.gpg,
+	// repomd.xml.asc) is signed: the build's run, so that a host sees when
+	// it was published; zero: Time, as the packages
+	SignedAt time.Time
 	// Held is a published tree this build adds to (build --into): the
 	// packages its indices list stay in the repositories the build
 	// writes, beside the new ones; nil: the repositories hold this
 	// build's packages alone.
 	Held render.Files
+}
+
+// RepoSigner signs the repositories' metadata: Sign at SignedAt (nil
+// when unsigned).
+func (o Options) RepoSigner() *sign.Signer {
+	if o.Sign == nil || o.SignedAt.IsZero() {
+		return o.Sign
+	}
+	return o.Sign.At(o.SignedAt)
 }
 
 // DistrosOf are the distributions of format f that o builds for.
