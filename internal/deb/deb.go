@@ -99,6 +99,15 @@ func Contents(d sourcetree.Data, sources render.Files, major int, built time.Tim
 	if built.Before(readmeTime) {
 		readmeTime = built
 	}
+	// upstream's changelog, as dh_installchangelogs finds it in the tree
+	// and dh_compress gzips it: changelog.gz
+	if upstream, ok := sources["CHANGELOG.md"]; ok {
+		b, err := gz(upstream)
+		if err != nil {
+			return p, err
+		}
+		p.Files = append(p.Files, File{Path: doc + "/changelog.gz", Body: b, MTime: readmeTime})
+	}
 	p.Files = append(p.Files,
 		File{Path: doc + "/" + readmeName, Body: readme, MTime: readmeTime},
 		File{Path: doc + "/changelog.Debian.gz", Body: changelog},
