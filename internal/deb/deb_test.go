@@ -90,7 +90,7 @@ func TestDebLayout(t *testing.T) {
 		}
 	}
 	want := "./ ./control ./md5sums ./ ./usr/ ./usr/share/ ./usr/share/doc/ ./usr/share/doc/postgresql-17-pg-lease/ " +
-		"./usr/share/doc/postgresql-17-pg-lease/README.md.gz ./usr/share/doc/postgresql-17-pg-lease/changelog.Debian.gz " +
+		"./usr/share/doc/postgresql-17-pg-lease/README.md.gz ./usr/share/doc/postgresql-17-pg-lease/changelog.Debian.gz ./usr/share/doc/postgresql-17-pg-lease/changelog.gz " +
 		"./usr/share/doc/postgresql-17-pg-lease/copyright ./usr/share/postgresql/ ./usr/share/postgresql/17/ " +
 		"./usr/share/postgresql/17/extension/ ./usr/share/postgresql/17/extension/pg_lease--0.1.0--0.2.0.sql " +
 		"./usr/share/postgresql/17/extension/pg_lease--0.1.0.sql ./usr/share/postgresql/17/extension/pg_lease--0.2.0--0.3.0.sql " +
