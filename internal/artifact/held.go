@@ -141,7 +141,7 @@ func hold(o Options, files render.Files) ([]string, error) {
 		}
 		files[name] = b
 	}
-	var out []string
+	out := []string{o.Ext.Version()}
 	for name, v := range versions {
 		if _, ok := files[name]; ok && !slices.Contains(out, v) {
 			out = append(out, v)

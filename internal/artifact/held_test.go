@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"path"
 	"slices"
@@ -86,9 +87,13 @@ func TestTreeGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	both, err := grown(t, "0.5.1", []int{17}, old, Options{})
+	var said []string
+	both, err := grown(t, "0.5.1", []int{17}, old, Options{Step: func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Contains(said, "the tree holds 0.5.0, 0.5.1: every version's packages in the pools and the indices") {
+		t.Errorf("the build does not say the tree holds both versions: %q", said)
 	}
 	for name, b := range old {
 		if publishedOnce(name) && !bytes.Equal(both[name], b) {
