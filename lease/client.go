@@ -232,8 +232,14 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	// one acquire or release of a name at a time in this client: under
 	// one session, a second acquire would be granted the first's lease
 	// again, and an acquire beside a release the lease being released
+	// (a lease that has ended is not held, though the goroutine that
+	// ended it may not have taken it out of byName yet: a lease lost at
+	// its deadline while its Run released it, under load)
 	c.mu.Lock()
 	now, busy := c.byName[name], c.acquiring[name]
+	if now != nil && now.hasEnded() {
+		now = nil
+	}
 	if now == nil && !busy {
 		c.acquiring[name] = true
 	}

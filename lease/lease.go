@@ -152,6 +152,15 @@ func (c *heldCtx) Err() error {
 	return nil
 }
 
+// hasEnded says whether end has run (Err also ends a lease whose deadline
+// passed; this only reads, and so may be called holding the client's
+// mutex).
+func (l *Lease) hasEnded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err != nil
+}
+
 // end ends the lease with err, once.
 func (l *Lease) end(err error) {
 	l.mu.Lock()
