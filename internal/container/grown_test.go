@@ -133,3 +133,71 @@ func versions(install runner.Installer, log *[]string, query []string, steps ...
 		return check, nil
 	}
 }
+
+// TestMergedSubsetsInstallBoth: --pg 16 for trixie, then --pg 17 for
+// trixie --into the same signed tree: one suite lists both majors' debs
+// (and one .dsc), and on Debian 13 apt installs both from it, 17's against
+// Debian's postgresql-17 and 16's against the image's stand-in
+// postgresql-16; then 17's suites pass.
+func TestMergedSubsetsInstallBoth(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	if err := CheckImages(p, images.DebianRepository, []int{17}, runtime.GOARCH); err != nil {
+		t.Fatalf("%v\n(make images builds them)", err)
+	}
+	trixie, _ := model.DistroNamed("trixie")
+	s := testenv.Signer(t, 2048)
+	var held render.Files
+	for _, major := range []int{16, 17} {
+		var err error
+		held, _, err = artifact.Build(context.Background(), artifact.Options{Ext: model.PgLease, Pkg: model.Packages, Src: pglease.Files,
+			Majors: []int{major}, Distros: []model.Distro{trixie}, Suffix: model.Packages.Suffixes[0], Time: model.Packages.Released(), Sign: s, Held: held})
+		if err != nil {
+			t.Fatalf("--pg %d: %v", major, err)
+		}
+	}
+	dir := t.TempDir()
+	if err := render.Write(dir, held); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := runner.FindAptRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := embedded(t)
+	testenv.OnlyTests(t, src, "regress/api", "regress/sessions", "isolation/rollback")
+	o := options(17, src, "")
+	o.Image, o.NewestOnly = images.DebianRepository, true
+	install := runner.AptInstall(model.PgLease, repo, s.PublicKey(), "")
+	var versions string
+	o.Install = func(ctx context.Context, tg runner.Target, stage func(string)) (func(context.Context) error, error) {
+		check, err := install(ctx, tg, stage)
+		if err != nil {
+			return nil, err
+		}
+		other := model.PgLease.DebPackage(16)
+		stage("apt-get install -y " + other)
+		if _, err := runner.Output(ctx, tg.Root(), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y", "-o", "APT::Sandbox::User=root", "install", "--no-install-recommends", other); err != nil {
+			return nil, err
+		}
+		out, err := runner.Output(ctx, tg.Root(), "dpkg-query", "-W", "-f", "${Package} ${Version}\n", model.PgLease.DebPackage(16), model.PgLease.DebPackage(17))
+		if err != nil {
+			return nil, err
+		}
+		versions = string(out)
+		return check, nil
+	}
+	rs, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, major := range []int{16, 17} {
+		want += model.PgLease.DebPackage(major) + " " + model.Packages.For(trixie).DebVersion(model.PgLease.Version(), 1, model.Packages.Suffixes[0]) + "\n"
+	}
+	if rs[0].Err != nil || !rs[0].Passed() || versions != want {
+		t.Errorf("both majors from one merged tree: %v; installed:\n%s\nwant:\n%s", rs[0].Err, versions, want)
+	} else {
+		t.Logf("installed from one suite:\n%s", versions)
+	}
+}
