@@ -156,18 +156,7 @@ func TestMergedSubsetsInstallBoth(t *testing.T) {
 			t.Fatalf("--pg %d: %v", major, err)
 		}
 	}
-	dir := t.TempDir()
-	if err := render.Write(dir, held); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := runner.FindAptRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := embedded(t)
-	testenv.OnlyTests(t, src, "regress/api", "regress/sessions", "isolation/rollback")
-	o := options(17, src, "")
-	o.Image, o.NewestOnly = images.DebianRepository, true
+	repo, o := aptSample(t, held)
 	install := runner.AptInstall(model.PgLease, repo, s.PublicKey(), "")
 	var versions string
 	o.Install = func(ctx context.Context, tg runner.Target, stage func(string)) (func(context.Context) error, error) {

@@ -197,22 +197,11 @@ func TestStandinServerOnTrixie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := render.Write(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := runner.FindAptRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// a few of the newest version's cases: what is tested here is that
 	// apt resolves the stand-in server and the package runs on it (the
 	// matrix runs the whole suites on 16, deb-proof installs each
 	// release's debs of Debian 12's majors and runs them)
-	src := embedded(t)
-	testenv.OnlyTests(t, src, "regress/api", "regress/sessions", "isolation/rollback")
-	o := options(17, src, "")
-	o.Image, o.NewestOnly = images.DebianRepository, true
+	repo, o := aptSample(t, files)
 	o.Layout = func(int) layout.Layout { return layout.Debian(16) }
 	o.Install = runner.AptInstall(model.PgLease, repo, s.PublicKey(), "")
 	rs, err := Run(context.Background(), p, o)
@@ -223,4 +212,24 @@ func TestStandinServerOnTrixie(t *testing.T) {
 	if r.Err != nil || !r.Result.Passed() || !strings.HasPrefix(r.Server, "16.") {
 		t.Errorf("postgresql-16-pg-lease on trixie: server %q, %v\n%s", r.Server, r.Err, r.Result.Diffs)
 	}
+}
+
+// aptSample writes a build's files into a directory of the test's own and
+// returns its apt repository and the options of a run of a few of the
+// newest version's cases in the Debian image of 17.
+func aptSample(t *testing.T, files render.Files) (string, Options) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := render.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := runner.FindAptRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := embedded(t)
+	testenv.OnlyTests(t, src, "regress/api", "regress/sessions", "isolation/rollback")
+	o := options(17, src, "")
+	o.Image, o.NewestOnly = images.DebianRepository, true
+	return repo, o
 }
