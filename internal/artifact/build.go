@@ -104,12 +104,12 @@ func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact,
 	if err != nil {
 		return nil, nil, err
 	}
+	var versions map[string]string // of the held files, read once
 	if o.Held != nil {
-		if err := checkHeld(o); err != nil {
+		if versions, err = heldVersions(o.Ext, o.Held); err != nil {
 			return nil, nil, err
 		}
-		versions, err := heldVersions(o.Ext, o.Held)
-		if err != nil {
+		if err := checkHeld(o, versions); err != nil {
 			return nil, nil, err
 		}
 		kept := render.Files{}
@@ -202,7 +202,7 @@ func Build(ctx context.Context, o Options) (render.Files, []sourcetree.Artifact,
 		}
 	}
 	if o.Held != nil {
-		versions, err := hold(o, files)
+		versions, err := hold(o, files, versions)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -107,12 +107,9 @@ func heldVersions(ext model.Extension, held render.Files) (map[string]string, er
 // writes again, the indices of the repositories it rebuilt (it wrote
 // them from the held packages and its own) and the checksums. A
 // published-once file this build writes with other bytes is an error. It
-// returns the versions the tree then holds.
-func hold(o Options, files render.Files) ([]string, error) {
-	versions, err := heldVersions(o.Ext, o.Held)
-	if err != nil {
-		return nil, err
-	}
+// returns the versions the tree then holds. versions are the held
+// files' (heldVersions).
+func hold(o Options, files render.Files, versions map[string]string) ([]string, error) {
 	// the index directories and images this build wrote again
 	roots := map[string]bool{}
 	for n := range files {
@@ -181,7 +178,7 @@ func indexRoot(name string) string {
 // by another key, a signed tree without a signature or an unsigned one
 // with; and a version to drop that the tree does not hold, or that this
 // build makes.
-func checkHeld(o Options) error {
+func checkHeld(o Options, versions map[string]string) error {
 	key, signed := o.Held[o.Ext.RPMKeyFile()]
 	packaged := slices.ContainsFunc(o.Held.Names(), func(n string) bool {
 		return strings.HasSuffix(n, ".rpm") || strings.HasSuffix(n, ".deb")
@@ -199,10 +196,6 @@ func checkHeld(o Options) error {
 		if fp := strings.ToUpper(fmt.Sprintf("%x", ents[0].PrimaryKey.Fingerprint)); fp != o.Sign.Fingerprint() {
 			return fmt.Errorf("--into: the tree is signed by key %s and --sign-key is %s: hosts trust the tree's key, so sign with it (changing the key of a published tree is not supported: publish a new tree)", fp, o.Sign.Fingerprint())
 		}
-	}
-	versions, err := heldVersions(o.Ext, o.Held)
-	if err != nil {
-		return err
 	}
 	var have []string
 	for _, v := range versions {
