@@ -110,6 +110,7 @@ var Packages = Packaging{
 			"Security: session ids are random, and no answer tells another owner's session from none (0.5.0's ids could be guessed from one's own)",
 			"A raised maximum TTL takes effect after a delay (set_max_ttl's new argument, 1 minute), so that a standby promoted within it has it",
 			"A holder believes a grant for expires_at - clock_timestamp(), read in the statement that asked, from its own send: an idempotent re-acquire or a grant under an older session holds less than its TTL",
+			"inspect answers the state of one instant of its call: a backend paused in the middle of it no longer shows a lease its holder renewed in time as lapsed",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,

@@ -1696,6 +1696,42 @@ BEGIN
 END
 $function$;
 
+-- inspect() answers one instant: an expiry that passed while it read is
+-- read again.
+CREATE OR REPLACE FUNCTION @extschema@.inspect(name text)
+RETURNS TABLE (held boolean, owner text, epoch bigint, expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_before timestamptz;
+BEGIN
+
+    IF inspect.name IS NULL OR inspect.name = '' OR octet_length(inspect.name) > 1024 THEN
+        RAISE EXCEPTION 'name must be a non-empty string of at most 1024 bytes'
+            USING ERRCODE = '22023',
+                  DETAIL = CASE WHEN inspect.name IS NULL THEN 'name is NULL.'
+                                WHEN inspect.name = '' THEN 'name is empty.'
+                                ELSE format('name is %s bytes long.', octet_length(inspect.name)) END;
+    END IF;
+    -- One instant's answer: the row as of the read's snapshot, judged by a
+    -- clock read before the read and one after it. An expiry that falls
+    -- between the two (it passed during the read, or the backend was
+    -- paused in it) is neither surely held nor surely lapsed at the
+    -- snapshot: read again (0.5.1).
+    LOOP
+        v_before := clock_timestamp();
+        SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
+                 ELSE coalesce((SELECT s.expires_at FROM @extschema@.sessions AS s WHERE s.id = l.session_id), l.expires_at) END INTO owner, epoch, expires_at
+          FROM @extschema@.leases AS l
+         WHERE l.name = inspect.name;
+        held := FOUND AND owner IS NOT NULL AND expires_at > clock_timestamp();
+        EXIT WHEN held OR (expires_at > v_before) IS NOT TRUE;
+    END LOOP;
+    RETURN NEXT;
+END
+$function$;
+
 
 -- The installer's own pg_dump and pg_restore carry the state (0.5.1): it
 -- may read the tables the dump carries, and write them only while the
