@@ -23,6 +23,17 @@ func docFiles(t *testing.T) []string {
 	return append([]string{"../../README.md"}, files...)
 }
 
+// allDocFiles are docFiles and the maintainers' pages in dev/: their links
+// and the commands they show are checked too.
+func allDocFiles(t *testing.T) []string {
+	t.Helper()
+	dev, err := filepath.Glob("../../dev/*.md")
+	if err != nil || len(dev) == 0 {
+		t.Fatalf("no dev/ pages found (%v)", err)
+	}
+	return append(docFiles(t), dev...)
+}
+
 // mdParts splits a markdown text into its prose (fenced blocks blanked,
 // lines kept so that numbers stay right) and its code: the fenced blocks'
 // lines and the inline code spans of the prose.
@@ -117,11 +128,11 @@ func linkProblem(file, target string) string {
 	return ""
 }
 
-// TestDocLinks checks that every relative link in the README and docs/
+// TestDocLinks checks that every relative link in the README, docs/ and dev/
 // points at a file, and at a heading of it that exists.
 func TestDocLinks(t *testing.T) {
 	links := 0
-	for _, f := range docFiles(t) {
+	for _, f := range allDocFiles(t) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -164,11 +175,11 @@ func TestLinkProblemCatchesBrokenLinks(t *testing.T) {
 }
 
 // TestDocCommandsExist checks that every pglease-gen command and flag the
-// README and docs/ show in code exists in this CLI (the check the workflow
+// README, docs/ and dev/ show in code exists in this CLI (the check the workflow
 // test makes of the pipeline).
 func TestDocCommandsExist(t *testing.T) {
 	seen := 0
-	for _, f := range docFiles(t) {
+	for _, f := range allDocFiles(t) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,7 @@
 // lease.new_era() calls, written small enough to check: the property test
 // runs it over many random histories of grants, era changes, forks and
 // lost tails, and runs weakened rules over the same histories to show that
-// the test finds the repeats they allow. docs/eras.md gives the argument
+// the test finds the repeats they allow. dev/eras.md gives the argument
 // and every assumption; the extension's SQL implements the same rule.
 //
 // Two versions of the rule are here. This file is 0.3.0's, which the

@@ -17,7 +17,7 @@ import (
 // The era code's subtle bug classes (issue 48): each test below runs the
 // shipped script and a variant with one such bug put in, and must pass
 // on the first and fail on the second. Which tests before these missed
-// each class is in docs/eras.md ("Bug classes and the tests that catch
+// each class is in dev/eras.md ("Bug classes and the tests that catch
 // them").
 
 // eraVariant is an install script with one bug put in: each edit's old

@@ -196,7 +196,7 @@ var overlapFaults = []overlapFault{
 	// (at the floor on only renewals are lost, and a holder whose renewal
 	// was lost renews again when the server is back, before its last
 	// durable expiry has passed, in every run we tried: no broken variant
-	// overlaps reliably here; docs/grace.md)
+	// overlaps reliably here; dev/grace.md)
 	{name: "crash (floor on)", floor: "on",
 		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) { pauseKillRestart(t, p) }},
 	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace, overlapNoGracePerName},
@@ -292,7 +292,7 @@ var overlapFaults = []overlapFault{
 	// releases in the window are lost too, and the name a lost grant took
 	// stays its releaser's session's on the promoted server until that
 	// client's era check releases it again, at about when the lost
-	// grant's holder checks and learns its loss; docs/grace.md)
+	// grant's holder checks and learns its loss; dev/grace.md)
 	{name: "failover with cancelled sync waits", floor: "on", standby: true, sync: true, variants: []overlapVariant{overlapFencing},
 		strike: func(t *testing.T, p, s *pgserver.Server, _ []string) {
 			ctx := context.Background()

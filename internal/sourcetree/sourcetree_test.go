@@ -316,7 +316,7 @@ func TestTarballREADMEIsTheExtensionsPage(t *testing.T) {
 	if links < 10 {
 		t.Errorf("only %d relative links checked", links)
 	}
-	if !strings.Contains(string(files["docs/grace.md"]), model.Packages.URL+"/blob/v"+model.PgLease.Version()+"/bench/results/") {
+	if !strings.Contains(string(files["docs/performance.md"]), model.Packages.URL+"/blob/v"+model.PgLease.Version()+"/bench/results/") {
 		t.Error("a link to bench/results/ is not made the project's at the version")
 	}
 }
