@@ -104,7 +104,9 @@ func singleUserIR(ctx context.Context, s *benchServer, valgrind, db, sync string
 		tool := []string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"}
 		if dir := os.Getenv("BENCH_IR_CALLGRIND"); dir != "" {
 			// each run's profile by function, for callgrind_annotate
-			tool = []string{"--tool=callgrind", fmt.Sprintf("--callgrind-out-file=%s/%s-%s-%d.out", dir, db, sync, n)}
+			// (numbered: a row's script and the one taken off it share db, sync and n)
+			callgrindRuns++
+			tool = []string{"--tool=callgrind", fmt.Sprintf("--callgrind-out-file=%s/%02d-%s-%s-%d.out", dir, callgrindRuns, db, sync, n)}
 		}
 		out, err := s.srv.SingleUser(ctx, db, strings.NewReader(script(n)), []string{"synchronous_commit=" + sync},
 			append([]string{valgrind}, tool...)...)
@@ -121,6 +123,9 @@ func singleUserIR(ctx context.Context, s *benchServer, valgrind, db, sync string
 		return refs, nil
 	})
 }
+
+// callgrindRuns numbers the profiles of one run (BENCH_IR_CALLGRIND).
+var callgrindRuns int
 
 // perOp is the instructions per operation of two runs, of small and of
 // large operations (run(n) counts one run's): their difference over the

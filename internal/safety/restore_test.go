@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +101,69 @@ func TestInstallerDumpRestoreKeepsEpochs(t *testing.T) {
 	t.Logf("0.5.0: %v", err)
 	if err == nil {
 		t.Errorf("0.5.0's installer dumped and restored it: the test proves nothing")
+	}
+}
+
+// TestInstallerWritesEndWhenTheDatabaseGrants: the installer may write the
+// state tables only for its own restore into a database that has never
+// granted. In a fresh install it still may (its restore's COPY); the first
+// grant takes that away. A 0.5.0 database that granted before its update
+// to the current version is not writable by its installer after it.
+func TestInstallerWritesEndWhenTheDatabaseGrants(t *testing.T) {
+	srv, inst := server(t)
+	ctx := context.Background()
+	// the broken variant: the first grant leaves the installer's INSERT
+	variant(t, inst, "pg_lease_keepwrites", func(s string) string {
+		for _, e := range [][2]string{{"REVOKE INSERT ON TABLE", "GRANT INSERT ON TABLE"}, {"@extschema@.sessions FROM @extowner@;", "@extschema@.sessions TO @extowner@;"}} {
+			if n := strings.Count(s, e[0]); n != 2 {
+				t.Fatalf("the script changed: %q %d times, want 2 (in enter_era() and the update's check)", e[0], n)
+			}
+			s = strings.ReplaceAll(s, e[0], e[1])
+		}
+		return s
+	})
+	forge := func(conn *pgx.Conn, name string) error {
+		_, err := conn.Exec(ctx, "INSERT INTO lease.leases (name, owner, epoch, expires_at) VALUES ($1, 'x', 1, now() + interval '1 hour')", name)
+		return err
+	}
+	denied := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "42501"
+	}
+	afterGrant := func(db, ext string) error {
+		conn := installerSession(t, srv.DSN("postgres"), db, ext)
+		if err := forge(conn, "restored"); err != nil {
+			t.Fatalf("%s, a fresh install: the installer's row (its restore's COPY): %v", ext, err)
+		}
+		if _, err := conn.Exec(ctx, "SELECT * FROM lease.acquire('n', 'a', interval '3 seconds')"); err != nil {
+			t.Fatal(err)
+		}
+		return forge(conn, "forged")
+	}
+	if err := afterGrant("wr_broken", "pg_lease_keepwrites"); err != nil {
+		t.Fatalf("the broken variant refused the installer's row after the first grant (%v): the test proves nothing", err)
+	}
+	if err := afterGrant("wr_fresh", model.PgLease.Name); !denied(err) {
+		t.Errorf("after the first grant, the installer's own row: %v; want 42501", err)
+	}
+
+	mustExec(t, srv.DSN("postgres"), "CREATE ROLE wr_old_installer LOGIN", "CREATE DATABASE wr_old",
+		"GRANT CREATE ON DATABASE wr_old TO wr_old_installer")
+	old := connectAs(t, srv.DSN("wr_old"), "wr_old_installer")
+	for _, sql := range []string{
+		"CREATE EXTENSION " + model.PgLease.Name + " VERSION '0.5.0'",
+		"SELECT * FROM lease.acquire('n', 'a', interval '3 seconds')",
+		"ALTER EXTENSION " + model.PgLease.Name + " UPDATE",
+	} {
+		if _, err := old.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if err := forge(old, "forged"); !denied(err) {
+		t.Errorf("updated after it granted, the installer's own row: %v; want 42501", err)
+	}
+	var n int
+	if err := old.QueryRow(ctx, "SELECT count(*) FROM lease.leases").Scan(&n); err != nil || n != 1 {
+		t.Errorf("updated: the installer reads %d rows (%v); want its pg_dump's read of 1", n, err)
 	}
 }

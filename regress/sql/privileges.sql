@@ -15,9 +15,11 @@ SELECT e.extname, e.extversion, e.extowner::regrole AS extension_owner, e.extrel
   FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
  WHERE e.extname = 'pg_lease';
 
--- the table: owned by the bootstrap superuser, no grants, in the config dump
+-- the table: owned by the bootstrap superuser, in the config dump, read by
+-- the installer (its own pg_dump; its INSERT, for its own restore, lasts
+-- until the database first grants: below)
 SELECT c.relowner = 10 AS bootstrap_superuser_owns,
-       (SELECT count(*) FROM aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner) AS grants_to_others
+       (SELECT count(*) FROM aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner AND a.privilege_type <> 'INSERT') AS grants_to_others
   FROM pg_class AS c WHERE c.oid = 'lease.leases'::regclass;
 -- its storage options: room on each page for HOT updates
 SELECT c.reloptions FROM pg_class AS c WHERE c.oid = 'lease.leases'::regclass;

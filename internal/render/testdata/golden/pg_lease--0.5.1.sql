@@ -1563,6 +1563,15 @@ BEGIN
                                       system_identifier, database_oid, home)
         VALUES (v_band, v_gen, v_base, v_tli, v_n, false, v_sysid, v_db, v_home);
     END IF;
+    -- The database has granted from now on: the installer's writing of
+    -- the tables, for its own restore into a fresh install, ends (0.5.1).
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e
+                WHERE e.extnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+                  AND e.extowner OPERATOR(pg_catalog.<>) (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass)
+                  AND pg_catalog.has_table_privilege(e.extowner, '@extschema@.leases'::pg_catalog.regclass, 'INSERT')) THEN
+        REVOKE INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
+            @extschema@.limits, @extschema@.sessions FROM @extowner@;
+    END IF;
     DELETE FROM @extschema@.era_now;
     IF v_grace IS NOT NULL THEN
         -- The two unlogged sequences, by OID: only this function's owner's
@@ -2305,50 +2314,28 @@ COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
 
 -- The installer's own pg_dump and pg_restore carry the state (0.5.1): it
 -- may read the tables the dump carries, and write them only while the
--- database has never granted (a restore into a fresh install; every grant
--- enters an era first), which the trigger restore_only checks. Its
+-- database has never granted (a restore into a fresh install): the first
+-- era this database enters takes the writing back (enter_era(), by
+-- privilege, so that the functions' own writes pay nothing for it). Its
 -- restored rows are another database's: the first grant after the restore
 -- enters a generation above them, with the grace.
 GRANT SELECT, INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
     @extschema@.limits, @extschema@.sessions TO @extowner@;
 
-CREATE FUNCTION @extschema@.restore_only()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $function$
+-- (a database that has granted already: updated from 0.5.0)
+DO $do$
 BEGIN
-    -- (as the role that writes: its own rights, and current_user its own)
     IF EXISTS (SELECT FROM @extschema@.eras AS r
                 WHERE NOT r.installed AND r.home = '@extschema@.eras'::regclass
-                  AND r.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
-       AND NOT (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = current_user) THEN
-        RAISE EXCEPTION 'permission denied for table %', TG_TABLE_NAME
-            USING ERRCODE = '42501',
-                  DETAIL = 'The pg_lease tables take rows directly only in a restore into a database that has not granted yet.',
-                  HINT = 'Restore into a fresh database where pg_lease was just created, or use the pg_lease functions.';
+                  AND r.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())) THEN
+        IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e
+                    WHERE e.extnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+                      AND e.extowner OPERATOR(pg_catalog.<>) (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass)
+                      AND pg_catalog.has_table_privilege(e.extowner, '@extschema@.leases'::pg_catalog.regclass, 'INSERT')) THEN
+            REVOKE INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
+                @extschema@.limits, @extschema@.sessions FROM @extowner@;
+        END IF;
     END IF;
-    RETURN NULL;
-END
-$function$;
-
-COMMENT ON FUNCTION @extschema@.restore_only() IS
-    'internal: trigger function: a role other than the functions'' owner writes the tables only in a restore into a database that has not granted yet';
-
-REVOKE ALL ON FUNCTION @extschema@.restore_only() FROM PUBLIC;
-
--- (statement triggers, skipped for the functions' own writes: they run
--- as the role that installed this script)
-DO $do$
-DECLARE
-    v_table text;
-BEGIN
-    FOREACH v_table IN ARRAY ARRAY['leases', 'purge_mark', 'eras', 'limits', 'sessions'] LOOP
-        EXECUTE format('CREATE TRIGGER restore_only BEFORE INSERT ON @extschema@.%I FOR EACH STATEMENT'
-                       ' WHEN (CURRENT_USER OPERATOR(pg_catalog.<>) %L::pg_catalog.name)'
-                       ' EXECUTE FUNCTION @extschema@.restore_only()', v_table, current_user);
-        EXECUTE format('ALTER TABLE @extschema@.%I ENABLE ALWAYS TRIGGER restore_only', v_table);
-    END LOOP;
 END
 $do$;
 
