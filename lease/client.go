@@ -40,10 +40,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Channel is the notification channel that the extension's release
+// channel is the notification channel that the extension's release
 // notifies (with the name as the payload) while a session watches the
 // name (lease.watch), as a Client waiting for it does.
-const Channel = "lease_released"
+const channel = "lease_released"
 
 // The SQL of each call.
 const (
@@ -52,7 +52,7 @@ const (
 	// rule; the TTL for a new grant)
 	acquireSQL = "SELECT acquired, epoch, expires_at, expires_at - clock_timestamp() FROM lease.acquire($1, $2, $3::interval)"
 	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
-	// a release notifies Channel only while some session watches the name
+	// a release notifies channel only while some session watches the name
 	releaseSQL = "SELECT lease.release($1, $2, $3)"
 	watchSQL   = "SELECT lease.watch($1)"
 	unwatchSQL = "SELECT lease.unwatch($1)"

@@ -9,44 +9,14 @@ import (
 	"time"
 )
 
-// Campaign runs for leadership of name until ctx ends. Each time this
-// client is elected (it acquires the name, waiting as Acquire does), lead
-// runs with a context that ends when ctx ends or the lease is lost, and
-// the lease's epoch as the leader's fencing token. When lead returns (a
-// leader resigns by returning), the lease is released and the campaign
-// goes on after PollMin, so that another candidate can win. Campaign
-// returns ctx's error, or ErrClosed when the client is closed.
-func (c *Client) Campaign(ctx context.Context, name string, lead func(ctx context.Context, l *Lease) error) error {
-	for {
-		err := c.Run(ctx, name, lead)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, ErrClosed) {
-			return ErrClosed
-		}
-		if err != nil {
-			c.log.Warn("pg_lease: a term ended with an error", "name", name, "err", err)
-		}
-		t := time.NewTimer(c.cfg.PollMin)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// Holder is who holds a name, as Observe and Election.Leader report it.
+// Holder is who holds a name, as Election.Leader and Election.Observe
+// report it.
 type Holder struct {
-	Held  bool
-	Owner string // the holder's owner (its Config.Owner and a session's or grant's suffix)
-	// Candidate is Owner without the grant's suffix: the holder's
-	// Config.Owner, to compare with a candidate's own (Owner itself for
-	// a holder that is not this package's client)
-	Candidate string
-	Epoch     int64 // the holder's epoch; when not held, the epoch the name had last
+	Held bool
+	// Owner is the holder's Config.Owner (the owner it gave the server,
+	// for a holder that is not this package's client)
+	Owner string
+	Epoch int64 // the holder's epoch; when not held, the epoch the name had last
 	// Err, on the last value before the channel closes, says why the
 	// observer can no longer tell (the server unreachable for a TTL).
 	Err error
@@ -62,7 +32,7 @@ func candidate(owner string) string {
 }
 
 func holderOf(st state) Holder {
-	return Holder{Held: st.held, Owner: st.owner, Candidate: candidate(st.owner), Epoch: st.epoch}
+	return Holder{Held: st.held, Owner: candidate(st.owner), Epoch: st.epoch}
 }
 
 // observeFast is the first wait of an observer that has seen a release
@@ -71,21 +41,8 @@ func holderOf(st state) Holder {
 // PollMax.
 const observeFast = time.Millisecond
 
-// Observe reports who holds name: the state at once, then each change,
-// until ctx ends or the observer can no longer tell (no lease.inspect
-// succeeded for a TTL: the last value carries Err). It wakes when a
-// holder releases the name (lease.watch) and when the holder's lease
-// runs out (server time); while the name is free it looks again after
-// 1 ms, doubling up to PollMax, so a holder granted after a release is
-// reported within a few ms of its grant.
-//
-// Every holder whose lease lasts longer than those looks is reported, in
-// order, once. A holder whose whole term falls between two looks (a term
-// of a few ms, or one that begins on a free name after PollMax of quiet
-// and ends before the next look) is not: a reported epoch more than one
-// above the last one says that holders came between (within one era of
-// the server: an era's first grant jumps).
-func (c *Client) Observe(ctx context.Context, name string) <-chan Holder {
+// observe follows who holds name, for Election.Observe.
+func (c *Client) observe(ctx context.Context, name string) <-chan Holder {
 	out := make(chan Holder, 1)
 	go func() {
 		defer close(out)
@@ -223,5 +180,18 @@ func (e *Election) Leader(ctx context.Context) (Holder, error) {
 	return holderOf(st), nil
 }
 
-// Observe reports every leader, as Client.Observe does.
-func (e *Election) Observe(ctx context.Context) <-chan Holder { return e.c.Observe(ctx, e.name) }
+// Observe reports who leads (holds the name): the state at once, then each change,
+// until ctx ends or the observer can no longer tell (no lease.inspect
+// succeeded for a TTL: the last value carries Err). It wakes when a
+// holder releases the name (lease.watch) and when the holder's lease
+// runs out (server time); while the name is free it looks again after
+// 1 ms, doubling up to PollMax, so a holder granted after a release is
+// reported within a few ms of its grant.
+//
+// Every holder whose lease lasts longer than those looks is reported, in
+// order, once. A holder whose whole term falls between two looks (a term
+// of a few ms, or one that begins on a free name after PollMax of quiet
+// and ends before the next look) is not: a reported epoch more than one
+// above the last one says that holders came between (within one era of
+// the server: an era's first grant jumps).
+func (e *Election) Observe(ctx context.Context) <-chan Holder { return e.c.observe(ctx, e.name) }

@@ -133,7 +133,7 @@ func ExampleElection_Leader() {
 	case err != nil:
 		log.Fatal(err)
 	default:
-		fmt.Println(h.Candidate, "leads with epoch", h.Epoch)
+		fmt.Println(h.Owner, "leads with epoch", h.Epoch)
 	}
 }
 
@@ -148,7 +148,7 @@ func ExampleElection_Observe() {
 			log.Fatal(h.Err)
 		}
 		if h.Held {
-			fmt.Println("leader:", h.Candidate, "epoch", h.Epoch)
+			fmt.Println("leader:", h.Owner, "epoch", h.Epoch)
 		}
 	}
 }

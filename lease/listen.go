@@ -13,7 +13,7 @@ import (
 )
 
 // listener holds the client's notification connection while an Acquire
-// (or an Observe) waits. On it, the client listens on Channel and
+// (or an Election.Observe) waits. On it, the client listens on channel and
 // watches each name it waits for (lease.watch: the extension's release
 // notifies a name only while some session watches it), and it wakes the
 // waiters of a name when its release is notified. When the connection is
@@ -116,7 +116,7 @@ func (l *listener) poke() {
 	}
 }
 
-// run keeps a connection that listens on Channel and watches the names
+// run keeps a connection that listens on channel and watches the names
 // waited for, reconnecting after a failure, until ctx ends.
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
@@ -160,7 +160,7 @@ func (l *listener) listenOnce(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, l.c.CallTimeout)
 	conn, err := pgx.ConnectConfig(cctx, l.cfg)
 	if err == nil {
-		_, err = conn.Exec(cctx, "LISTEN "+Channel)
+		_, err = conn.Exec(cctx, "LISTEN "+channel)
 	}
 	cancel()
 	if err != nil {

@@ -34,7 +34,7 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 	var owg sync.WaitGroup
 	for i := range observed {
 		o, _ := client(t, srv, cfg)
-		seen := o.Observe(ctx, "observed")
+		seen := o.Election("observed").Observe(ctx)
 		// an observer reports what it sees from its first report on (its
 		// connection and LISTEN come first): the terms start after it
 		if first := <-seen; first.Held || first.Err != nil {
@@ -65,13 +65,18 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			c.Campaign(ctx, "observed", func(ctx context.Context, l *lease.Lease) error {
+			e := c.Election("observed")
+			for {
+				l, err := e.Campaign(ctx)
+				if err != nil {
+					return // ctx ended
+				}
 				mu.Lock()
 				n := len(led)
 				if n >= terms {
 					mu.Unlock()
 					cancel()
-					return nil
+					return
 				}
 				led[l.Epoch] = term{l.Owner, time.Now()}
 				mu.Unlock()
@@ -87,8 +92,13 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 				case <-time.After(d):
 				case <-ctx.Done():
 				}
-				return nil
-			})
+				e.Resign(context.Background())
+				// another candidate's turn
+				select {
+				case <-time.After(cfg.PollMin + 50*time.Millisecond):
+				case <-ctx.Done():
+				}
+			}
 		}()
 	}
 	cwg.Wait()
@@ -111,8 +121,8 @@ func TestObserversSeeEveryLeader(t *testing.T) {
 				continue // the grant after the last term, which ended the test
 			}
 			got = append(got, h.Epoch)
-			if tm, ok := led[h.Epoch]; !ok || tm.owner != h.Owner || h.Candidate != cfgOwner(tm.owner) {
-				t.Errorf("observer %d reported %s (candidate %q) at epoch %d; the leader of that epoch was %q", i, h.Owner, h.Candidate, h.Epoch, tm.owner)
+			if tm, ok := led[h.Epoch]; !ok || h.Owner != cfgOwner(tm.owner) {
+				t.Errorf("observer %d reported %s at epoch %d; the leader of that epoch was %q", i, h.Owner, h.Epoch, tm.owner)
 			} else {
 				lags = append(lags, received[i][j].Sub(tm.granted))
 			}
@@ -372,7 +382,7 @@ func TestElection(t *testing.T) {
 		t.Errorf("Campaign while leading: %v, %v; want the current term", again, err)
 	}
 	h, err := b.Leader(ctx)
-	if err != nil || !h.Held || h.Candidate != "a" || h.Epoch != la.Epoch {
+	if err != nil || !h.Held || h.Owner != "a" || h.Epoch != la.Epoch {
 		t.Errorf("Leader: %+v, %v; want a at epoch %d", h, err, la.Epoch)
 	}
 	// the observer reports a's term before a resigns (on a loaded
@@ -380,7 +390,7 @@ func TestElection(t *testing.T) {
 	var leaders []string
 	for h := range seen {
 		if h.Held {
-			leaders = append(leaders, fmt.Sprintf("%s@%d", h.Candidate, h.Epoch))
+			leaders = append(leaders, fmt.Sprintf("%s@%d", h.Owner, h.Epoch))
 			break
 		}
 	}
@@ -412,7 +422,7 @@ func TestElection(t *testing.T) {
 	}
 	for h := range seen {
 		if h.Held {
-			leaders = append(leaders, fmt.Sprintf("%s@%d", h.Candidate, h.Epoch))
+			leaders = append(leaders, fmt.Sprintf("%s@%d", h.Owner, h.Epoch))
 		}
 		if len(leaders) == 2 {
 			break
