@@ -140,9 +140,6 @@ lint-ci:
 # rarely idle, and go test's default of 10 min failed four packages once on
 # a machine with a load of 6-13 on its 2 cores.
 GO_TEST_TIMEOUT ?= 40m
-# The client's tests that also run on pg_lease 0.4.0, where it has no
-# sessions and holds each name on its own (the rest run on the newest).
-CLIENT_PERNAME_TESTS = ^(TestKeepAliveAndRelease|TestKeepAliveAcrossRestart|TestLostWhenTakenOver|TestCancelledWaitSettled|TestManyLeasesKeptAlive|TestDeadlineFromSend|TestCloseReleases|TestCutDuringCall)$$
 # Packages tested at once: three, on 2 cores, since most of their time
 # goes to waiting on servers, containers and package tools (go test's
 # default, the core count, left the machine half idle).
@@ -160,14 +157,11 @@ go-test:
 	$(GO) vet ./...
 	@mkdir -p $(BUILD)
 	@echo "cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... (beside the next step; its output follows it)"
-	@echo "$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0 (beside the next step; its output follows it)"
 	@(cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...) > $(BUILD)/go-test-bench.log 2>&1 & bench=$$!; \
-	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '$(CLIENT_PERNAME_TESTS)' ./internal/clienttest -args -clienttest.version=0.4.0 > $(BUILD)/go-test-pername.log 2>&1 & pername=$$!; \
 	  echo '$(GO) test -count=1 -p $(GO_TEST_P) -timeout $(GO_TEST_TIMEOUT)$(if $(GO_TEST_SKIP), -skip '"'"'$(GO_TEST_SKIP)'"'"') $$($(GO) list ./... | grep -v /internal/faults$$)'; \
 	  $(GO) test -count=1 -p $(GO_TEST_P) -timeout $(GO_TEST_TIMEOUT) $(if $(GO_TEST_SKIP),-skip '$(GO_TEST_SKIP)') $$($(GO) list ./... | grep -v /internal/faults$$); status=$$?; \
 	  wait $$bench; bstatus=$$?; cat $(BUILD)/go-test-bench.log; \
-	  wait $$pername; pstatus=$$?; cat $(BUILD)/go-test-pername.log; \
-	  test $$status -eq 0 && test $$bstatus -eq 0 && test $$pstatus -eq 0
+	  test $$status -eq 0 && test $$bstatus -eq 0
 	cd lease && $(GO) vet ./... && $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...
 
 # Fault injection (internal/faults): every scenario with the newest version and the

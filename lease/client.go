@@ -20,7 +20,9 @@
 // given. Epochs are int64 fencing tokens: compare them, never subtract
 // them (an era change makes them jump).
 //
-// The package depends on pgx and the standard library only.
+// It needs pg_lease 0.5.0 or later, whose sessions keep every name a client
+// holds alive in one call. The package depends on pgx and the standard
+// library only.
 package lease
 
 import (
@@ -31,7 +33,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,6 @@ const (
 	// expires_at - clock_timestamp() in the same statement, pg_lease's
 	// rule; the TTL for a new grant)
 	acquireSQL = "SELECT acquired, epoch, expires_at, expires_at - clock_timestamp() FROM lease.acquire($1, $2, $3::interval)"
-	renewSQL   = "SELECT status FROM lease.renew($1, $2, $3, $4::interval)"
 	// a release notifies channel only while some session watches the name
 	releaseSQL = "SELECT lease.release($1, $2, $3)"
 	watchSQL   = "SELECT lease.watch($1)"
@@ -101,12 +101,10 @@ type Client struct {
 	// leftoverRun: releaseLeftovers runs
 	leftoverRun bool
 	// session is the client's session, nil until the first acquire and
-	// after it was lost; perName, that the extension has none (before
-	// 0.5.0): each lease then has a keeper of its own
+	// after it was lost
 	session *keeper
-	perName bool
-	// keepers: every keeper that lives (the session, and the leases of
-	// their own)
+	// keepers: every keeper that lives (the session, and one that was
+	// replaced and has not ended yet)
 	keepers map[*keeper]struct{}
 	// leftovers: the names under a session whose Release failed, by name
 	leftovers map[string]leftover
@@ -147,9 +145,8 @@ func New(connString string, cfg Config) (*Client, error) {
 // Close ends the client: every lease it holds ends with ErrClosed (their
 // contexts end) and is released on the server, so that a waiter takes the
 // name at once, as etcd's Session.Close revokes its lease: the client's
-// session is closed, which releases every name under it in one call (on
-// an extension before 0.5.0 each lease is released); then its
-// connections close. The releases take at most 2×CallTimeout in all; if
+// session is closed, which releases every name under it in one call; then
+// its connections close. The releases take at most 2×CallTimeout in all; if
 // they fail, the names lapse at their TTL, and Close returns the error.
 // Orphan ends the client without releasing.
 func (c *Client) Close() error { return c.close(true) }
@@ -176,18 +173,10 @@ func (c *Client) close(release bool) error {
 	session := c.session
 	c.mu.Unlock()
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 2*c.cfg.CallTimeout)
-	defer cancel()
 	for _, l := range held {
-		if l.k.session != 0 {
-			continue // ended with the session, below
+		if l.k != session {
+			l.end(ErrClosed) // under a session past its deadline, not yet ended
 		}
-		if release {
-			errs = append(errs, l.release(ctx, ErrClosed))
-			continue
-		}
-		l.end(ErrClosed)
-		l.k.waitRenewal()
 	}
 	if session != nil {
 		session.end(func(*Lease) error { return ErrClosed }, true)
@@ -205,20 +194,13 @@ func (c *Client) close(release bool) error {
 // Config is the client's configuration, with New's defaults filled in.
 func (c *Client) Config() Config { return c.cfg }
 
-// owner is a new grant's owner when the extension has no sessions: the
-// configured owner and a suffix unique to this grant, so that inspect
-// tells this grant from any other. (A session's owner has a suffix
-// unique to the session: sessionFor.)
-func (c *Client) owner() string {
-	return c.cfg.Owner + "#" + c.token + "." + strconv.FormatUint(c.seq.Add(1), 10)
-}
-
 // TryAcquire takes the lease on name if it is free (released or lapsed),
 // without waiting: ErrNotAcquired when another owner holds it (a
 // *GraceError, which is one too, when the server is in its grace after a
 // fault), ErrAlreadyHeld when this client does. The name is held under
-// the client's session, opened by the first acquire (pg_lease 0.5.0 and
-// later), or on its own on an older extension.
+// the client's session, opened by the first acquire; on an extension
+// before 0.5.0, which has no sessions, it returns an error naming the
+// version.
 func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	c.mu.Lock()
 	closed, mine := c.closed, c.byName[name]
@@ -260,9 +242,6 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lease %q: %w", name, err)
 		}
-		if k == nil {
-			return c.tryOwn(ctx, name)
-		}
 		l, err := c.tryUnder(ctx, k, name)
 		if errors.Is(err, errSessionGone) && try == 0 {
 			continue // once more, under a new session
@@ -274,22 +253,6 @@ func (c *Client) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 // errSessionGone: session_acquire found the session gone (lapsed on the
 // server, or lost with a restore): the client opens a new one.
 var errSessionGone = errors.New("the client's session is no longer alive on the server")
-
-// tryOwn takes name on its own, with an owner unique to this grant.
-func (c *Client) tryOwn(ctx context.Context, name string) (*Lease, error) {
-	owner := c.owner()
-	sent := time.Now()
-	return c.grant(ctx, name, owner, func(ctx context.Context, conn *pgx.Conn) pgx.Row {
-		return conn.QueryRow(ctx, acquireSQL, name, owner, c.cfg.TTL)
-	}, func(epoch int64, span time.Duration) *Lease {
-		// an answer that lets it believe less than the TTL (not a new
-		// grant) counts as sent that much earlier
-		if span < c.cfg.TTL {
-			return c.hold(name, owner, epoch, sent.Add(span-c.cfg.TTL))
-		}
-		return c.hold(name, owner, epoch, sent)
-	})
-}
 
 // tryUnder takes name under session k.
 func (c *Client) tryUnder(ctx context.Context, k *keeper, name string) (*Lease, error) {
@@ -384,15 +347,16 @@ func (c *Client) grant(ctx context.Context, name, owner string, query func(conte
 
 // Acquire takes the lease on name, waiting while another owner holds it
 // until ctx ends. A wait wakes at once when the holder releases the name
-// (the client watches it: lease.watch, pg_lease 0.4.0 and later), when
+// (the client watches it: lease.watch), when
 // the holder's lease expires (server time), and
 // otherwise polls from PollMin to PollMax with jitter. Errors other than
 // contention are retried within the wait and logged (the first of a run
-// as a warning, the others at debug level). A name this client holds
-// already is not waited for: ErrAlreadyHeld.
+// as a warning, the others at debug level); an extension without
+// sessions is not. A name this client holds already is not waited for:
+// ErrAlreadyHeld.
 func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 	// a free name is taken without watching it
-	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) {
+	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, errTooOld) {
 		return l, err
 	}
 	// else watch it, then try again (a release before the watch was in
@@ -409,7 +373,7 @@ func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 			}
 			return l, nil
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, errTooOld) {
 			return nil, err
 		}
 		if ctx.Err() != nil {

@@ -34,9 +34,8 @@ type Config struct {
 	// and doubles, with jitter, up to PollMax. Defaults 50 ms and 1 s.
 	PollMin, PollMax time.Duration
 	// Owner names this process in lease.inspect and lease.list; the
-	// client adds a suffix unique to its session (on an extension before
-	// 0.5.0, to each grant), so that an unknown outcome can be settled
-	// exactly. Default: hostname:pid.
+	// client adds a suffix unique to its session, so that an unknown
+	// outcome can be settled exactly. Default: hostname:pid.
 	Owner string
 	// Logger receives what the client does (grants, renewals that failed,
 	// lost leases) at debug, info and warn levels; default slog.Default().

@@ -14,11 +14,10 @@ import (
 )
 
 // keeper keeps leases alive and says until when they are held: the
-// client's session (pg_lease 0.5.0 and later: one keep-alive for every
-// name under it), or, on an older extension, one lease's own renewals.
+// client's session (one keep-alive for every name under it).
 type keeper struct {
 	c *Client
-	// session is the session's id and owner; 0 for a lease of its own
+	// session is the session's id and owner
 	session int64
 	owner   string
 	// era is the server's era as the session's last keep-alive (or its
@@ -137,22 +136,11 @@ func (k *keeper) add(l *Lease) {
 	k.c.log.Info("pg_lease: a grant in flight while the session's names were checked ended", "why", why, "name", l.Name, "epoch", l.Epoch, "look", err)
 }
 
-// remove stops keeping l (it ended); a lease's own keeper ends with it.
+// remove stops keeping l (it ended).
 func (k *keeper) remove(l *Lease) {
 	k.mu.Lock()
 	delete(k.leases, l)
-	mine := k.session == 0 && k.lost == nil
-	if mine {
-		k.lost = func(*Lease) error { return ErrReleased }
-		if k.timer != nil {
-			k.timer.Stop()
-		}
-	}
 	k.mu.Unlock()
-	if mine {
-		k.cancel()
-		k.forget()
-	}
 }
 
 // forget drops k from the client's renewals.
@@ -211,11 +199,9 @@ func (k *keeper) lose(reason string, cause error) {
 	}, false) {
 		return // ended already
 	}
-	if k.session != 0 {
-		k.c.log.Warn("pg_lease: session lost, and every lease under it", "session", k.session, "reason", reason, "err", cause)
-		if reason == "deadline" {
-			go k.closeSession()
-		}
+	k.c.log.Warn("pg_lease: session lost, and every lease under it", "session", k.session, "reason", reason, "err", cause)
+	if reason == "deadline" {
+		go k.closeSession()
 	}
 }
 
@@ -273,13 +259,7 @@ func (k *keeper) armDeadline() {
 func (k *keeper) what() []any {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.session != 0 {
-		return []any{"session", k.session, "names", len(k.leases)}
-	}
-	for l := range k.leases { // one lease
-		return []any{"name", l.Name, "epoch", l.Epoch}
-	}
-	return nil
+	return []any{"session", k.session, "names", len(k.leases)}
 }
 
 // keepAlive renews what k keeps, RenewEvery after the last renewal;
@@ -297,18 +277,6 @@ func (k *keeper) keepAlive() {
 		return
 	}
 	cfg := k.c.cfg
-	k.mu.Lock()
-	var name string
-	var epoch int64
-	for l := range k.leases { // a lease's own keeper: its one lease
-		name, epoch = l.Name, l.Epoch
-	}
-	k.mu.Unlock()
-	if k.session == 0 && name == "" {
-		// (its lease is being added: hold)
-		k.c.renewAt(k, time.Now().Add(50*time.Millisecond))
-		return
-	}
 	sent := time.Now()
 	k.mu.Lock()
 	k.renewSent = sent
@@ -316,16 +284,13 @@ func (k *keeper) keepAlive() {
 	var status string
 	var era, released *int64
 	warned, err := k.c.keep.do(k.ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		if k.session != 0 {
-			var until *time.Time
-			b := &pgx.Batch{}
-			b.Queue(keepAliveOffSQL)
-			b.Queue(keepAliveSQL, k.session, k.owner).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &until, &era, &released) })
-			return conn.SendBatch(ctx, b).Close()
-		}
-		return conn.QueryRow(ctx, renewSQL, name, k.owner, epoch, cfg.TTL).Scan(&status)
+		var until *time.Time
+		b := &pgx.Batch{}
+		b.Queue(keepAliveOffSQL)
+		b.Queue(keepAliveSQL, k.session, k.owner).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &until, &era, &released) })
+		return conn.SendBatch(ctx, b).Close()
 	})
-	if err == nil && status == "ok" && !warned && k.session != 0 && (!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {
+	if err == nil && status == "ok" && !warned && (!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {
 		// a failover or a restore may have lost grants made under the
 		// session, not the session itself: the names it no longer has end
 		// before the deadline moves. (No era: the server has entered none
@@ -354,9 +319,7 @@ func (k *keeper) keepAlive() {
 	case err == nil && status == "ok" && !warned:
 		k.renewed(sent)
 		k.c.renewAt(k, time.Now().Add(cfg.RenewEvery))
-		if k.session != 0 {
-			k.c.releaseLeftovers(k)
-		}
+		k.c.releaseLeftovers(k)
 	case err == nil && (status == "not_owner" || status == "epoch_mismatch" || status == "lapsed"):
 		k.lose(status, nil)
 	default:
@@ -533,20 +496,17 @@ func (k *keeper) closeSession() error {
 	return fmt.Errorf("lease: close session %d: %w (its names lapse with it, at its TTL)", k.session, err)
 }
 
-// sessionFor is the client's live session, opened if it has none; nil
-// (and no error) when the extension has no sessions (before 0.5.0): the
-// client then holds each name on its own.
+// sessionFor is the client's live session, opened if it has none. An
+// extension without sessions (before 0.5.0) is an error that names its
+// version.
 func (c *Client) sessionFor(ctx context.Context) (*keeper, error) {
 	c.opening.Lock()
 	defer c.opening.Unlock()
 	c.mu.Lock()
-	k, perName, closed := c.session, c.perName, c.closed
+	k, closed := c.session, c.closed
 	c.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
-	}
-	if perName {
-		return nil, nil
 	}
 	if k != nil && !k.ended() && !k.passed() {
 		return k, nil
@@ -560,11 +520,7 @@ func (c *Client) sessionFor(ctx context.Context) (*keeper, error) {
 		return conn.QueryRow(ctx, openSessionSQL, owner, c.cfg.TTL).Scan(&id, &until, &era)
 	})
 	if isUndefinedFunction(err) {
-		c.log.Info("pg_lease: the extension has no sessions (before 0.5.0): each name is held and renewed on its own", "err", err)
-		c.mu.Lock()
-		c.perName = true
-		c.mu.Unlock()
-		return nil, nil
+		return nil, c.tooOld(ctx, err)
 	}
 	if err == nil && warned {
 		// committed here, not known to be on the standbys: a server that
@@ -753,3 +709,20 @@ func (c *Client) releaseCall(ctx context.Context, name, owner string, epoch int6
 	})
 	return status, err
 }
+
+// tooOld is the error for an extension without sessions: it names the
+// version the database has.
+func (c *Client) tooOld(ctx context.Context, cause error) error {
+	version := "before 0.5.0"
+	c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		var v string
+		if conn.QueryRow(ctx, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'").Scan(&v) == nil {
+			version = v
+		}
+		return nil
+	})
+	return fmt.Errorf("%w: this database has pg_lease %s, and this client needs 0.5.0 or later (sessions): update it with ALTER EXTENSION pg_lease UPDATE (%v)", errTooOld, version, cause)
+}
+
+// errTooOld: the extension has no sessions (before 0.5.0).
+var errTooOld = errors.New("lease: the extension is too old")

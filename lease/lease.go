@@ -14,14 +14,12 @@ import (
 
 // Lease is a held lease. It is kept alive every Config.RenewEvery, with
 // every other lease of its client, by one keep-alive of the client's
-// session (pg_lease 0.5.0 and later; on older extensions by a renewal of
-// its own), until it is released or lost; its Context ends then.
+// session, until it is released or lost; its Context ends then.
 type Lease struct {
 	// Name is the resource's name.
 	Name string
 	// Owner is the owner this grant holds the lease under: the client's
-	// Config.Owner and a suffix unique to the client's session (on
-	// extensions before 0.5.0, to the grant).
+	// Config.Owner and a suffix unique to the client's session.
 	Owner string
 	// Epoch is the fencing token: larger for every later holder of the
 	// name. Compare epochs; never subtract them.
@@ -39,17 +37,8 @@ type Lease struct {
 	err error // why it ended; nil while held
 }
 
-// hold starts keeping a granted lease, whose grant was sent at sent, on
-// its own (an extension without sessions).
-func (c *Client) hold(name, owner string, epoch int64, sent time.Time) *Lease {
-	c.mu.Lock()
-	k := c.newKeeperLocked(0, owner, sent)
-	c.mu.Unlock()
-	return c.holdUnder(k, name, epoch, sent)
-}
-
-// holdUnder starts keeping a granted lease under k (the session it was
-// granted under, or its own keeper), whose grant was sent at sent.
+// holdUnder starts keeping a granted lease under k, the session it was
+// granted under, whose grant was sent at sent.
 func (c *Client) holdUnder(k *keeper, name string, epoch int64, sent time.Time) *Lease {
 	l := &Lease{Name: name, Owner: k.owner, Epoch: epoch, c: c, k: k, sent: sent}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
@@ -173,12 +162,8 @@ func (l *Lease) end(err error) {
 	l.cancel(err)
 	var lost *LostError
 	if errors.As(err, &lost) {
-		// a session's loss is logged once, for all its names
-		level := slog.LevelWarn
-		if l.k.session != 0 {
-			level = slog.LevelDebug
-		}
-		l.c.log.Log(context.Background(), level, "pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
+		// (a session's loss is logged once, for all its names)
+		l.c.log.Log(context.Background(), slog.LevelDebug, "pg_lease: lease lost", "name", l.Name, "epoch", l.Epoch, "err", err)
 	}
 	l.c.mu.Lock()
 	delete(l.c.held, l)
@@ -201,10 +186,9 @@ func (l *Lease) lostErr() error {
 // Release ends the lease and releases it on the server, with its epoch,
 // so that a retried release can never end a later holder's lease. It is
 // idempotent: releasing a lease that is already released or lost returns
-// nil. An error means the server could not be told: a lease under the
-// client's session is released with the session's next keep-alive that
-// can (or when the session ends), one held on its own lapses after its
-// TTL. Afterwards Err is ErrReleased, or the loss when the lease was lost
+// nil. An error means the server could not be told: the lease is
+// released after the session's next keep-alive that can (or when the
+// session ends). Afterwards Err is ErrReleased, or the loss when the lease was lost
 // before Release.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.release(ctx, ErrReleased)
@@ -212,34 +196,28 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // release ends the lease with why and releases it on the server.
 func (l *Lease) release(ctx context.Context, why error) error {
-	if l.k.session != 0 {
-		// no acquire of the name by this client until the release is done
-		// (or left over): the session would give it this epoch again
-		l.c.mu.Lock()
-		for l.c.acquiring[l.Name] {
-			l.c.mu.Unlock()
-			time.Sleep(time.Millisecond) // an acquire that started before this lease ended
-			l.c.mu.Lock()
-		}
-		l.c.acquiring[l.Name] = true
+	// no acquire of the name by this client until the release is done
+	// (or left over): the session would give it this epoch again
+	l.c.mu.Lock()
+	for l.c.acquiring[l.Name] {
 		l.c.mu.Unlock()
-		defer func() {
-			l.c.mu.Lock()
-			delete(l.c.acquiring, l.Name)
-			l.c.mu.Unlock()
-		}()
+		time.Sleep(time.Millisecond) // an acquire that started before this lease ended
+		l.c.mu.Lock()
 	}
+	l.c.acquiring[l.Name] = true
+	l.c.mu.Unlock()
+	defer func() {
+		l.c.mu.Lock()
+		delete(l.c.acquiring, l.Name)
+		l.c.mu.Unlock()
+	}()
 	l.end(why)
-	if l.k.session == 0 {
-		l.k.waitRenewal()
-	} else {
-		l.k.touch(time.Now())
-	}
+	l.k.touch(time.Now())
 	var err error
 	for try := 0; try < 3; try++ {
 		var status string
 		status, err = l.c.releaseCall(ctx, l.Name, l.Owner, l.Epoch)
-		if err == nil && status == "ok" && l.k.session != 0 {
+		if err == nil && status == "ok" {
 			l.k.released.Add(1) // (the session's count on the server grew by it)
 		}
 		if err == nil {
@@ -252,7 +230,7 @@ func (l *Lease) release(ctx context.Context, why error) error {
 			break
 		}
 	}
-	if l.k.session != 0 && !l.k.ended() {
+	if !l.k.ended() {
 		// the session's keep-alives would keep the name held: released
 		// after the next one that succeeds
 		l.c.leaveOver(leftover{k: l.k, name: l.Name, epoch: l.Epoch})

@@ -32,11 +32,6 @@ import (
 // major (make client-majors) instead of this machine's PostgreSQL.
 var major = flag.Int("clienttest.major", 0, "run on the pinned server build of this major instead of PG_CONFIG's")
 
-// version, when set, creates that version of pg_lease instead of the
-// newest: 0.4.0 runs the tests on a client that holds each name on its
-// own (no sessions), as it does on any extension before 0.5.0.
-var version = flag.String("clienttest.version", "", "create this version of pg_lease (0.4.0: the client without sessions) instead of the newest")
-
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()
@@ -52,23 +47,10 @@ func server(t *testing.T) *pgserver.Server {
 	} else {
 		srv = pgtest.Pinned(t, *major)
 	}
-	create := "CREATE EXTENSION pg_lease"
-	if *version != "" {
-		create += " VERSION '" + *version + "'"
-	}
-	if err := pgserver.Exec(ctx, srv.DSN("postgres"), create); err != nil {
+	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE EXTENSION pg_lease"); err != nil {
 		t.Fatal(err)
 	}
 	return srv
-}
-
-// sessions says the server's pg_lease has sessions (0.5.0 and later):
-// the client holds its names under one.
-func sessions(t *testing.T, srv *pgserver.Server) bool {
-	t.Helper()
-	var n int
-	queryRow(t, srv, "SELECT count(*) FROM pg_proc WHERE proname = 'open_session' AND pronamespace = 'lease'::regnamespace", nil, &n)
-	return n > 0
 }
 
 // logs is a logger whose records a test can read.
@@ -315,11 +297,7 @@ func TestHandOff(t *testing.T) {
 			l.Release(ctx) // already released: only stops the keep-alive
 		case "unnotified":
 			// what release() writes, without release(): nobody is told
-			free := "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1 WHERE name = 'handoff'"
-			if sessions(t, srv) {
-				free = "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1, session_id = NULL WHERE name = 'handoff'"
-			}
-			exec(t, srv, free)
+			exec(t, srv, "UPDATE lease.leases SET owner = NULL, expires_at = NULL, epoch = epoch + 1, session_id = NULL WHERE name = 'handoff'")
 			l.Release(ctx)
 		}
 		received := false
@@ -403,34 +381,6 @@ func TestBadNameKeepsWakes(t *testing.T) {
 	}
 }
 
-// TestWaitBeforeWatch: on pg_lease 0.3.0, which has no lease.watch, a
-// waiting Acquire polls (and says so in the log) and still gets the name.
-func TestWaitBeforeWatch(t *testing.T) {
-	srv := server(t)
-	exec(t, srv, "DROP EXTENSION pg_lease", "CREATE EXTENSION pg_lease VERSION '0.3.0'")
-	ctx := context.Background()
-	holder, _ := client(t, srv, lease.Config{TTL: 30 * time.Second})
-	waiter, logs := client(t, srv, lease.Config{TTL: 30 * time.Second, PollMin: 100 * time.Millisecond, PollMax: 200 * time.Millisecond})
-	l, err := holder.Acquire(ctx, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.AfterFunc(time.Second, func() { l.Release(ctx) })
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	w, err := waiter.Acquire(wctx, "old")
-	if err != nil {
-		t.Fatalf("the waiter on 0.3.0: %v\n%s", err, logs)
-	}
-	if w.Epoch <= l.Epoch {
-		t.Fatalf("the waiter got epoch %d after %d", w.Epoch, l.Epoch)
-	}
-	w.Release(ctx)
-	if !strings.Contains(logs.String(), "has no lease.watch") {
-		t.Fatalf("the log does not say that waits poll:\n%s", logs)
-	}
-}
-
 // TestLostWhenTakenOver: when the server gives the name to another owner
 // (held on its own; under a session, once the session has lapsed), the
 // next renewal (keep-alive) ends the lease at once with not_owner
@@ -456,14 +406,10 @@ func TestLostWhenTakenOver(t *testing.T) {
 		}
 		tx.Rollback(ctx)
 		start := time.Now()
-		if sessions(t, srv) {
-			// under a session, the name is another's only once the
-			// session has lapsed: its keep-alive says so
-			exec(t, srv, "UPDATE lease.sessions SET expires_at = clock_timestamp() WHERE owner = '"+l.Owner+"'",
-				"UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1, session_id = NULL, expires_at = clock_timestamp() + interval '1 minute' WHERE name = 'taken'")
-		} else {
-			exec(t, srv, "UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1 WHERE name = 'taken'")
-		}
+		// under a session, the name is another's only once the session
+		// has lapsed: its keep-alive says so
+		exec(t, srv, "UPDATE lease.sessions SET expires_at = clock_timestamp() WHERE owner = '"+l.Owner+"'",
+			"UPDATE lease.leases SET owner = 'thief', epoch = epoch + 1, session_id = NULL, expires_at = clock_timestamp() + interval '1 minute' WHERE name = 'taken'")
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
@@ -473,10 +419,7 @@ func TestLostWhenTakenOver(t *testing.T) {
 			t.Errorf("the loss took %v: more than a renewal interval (1 s) and a bit", took)
 		}
 		var lost *lease.LostError
-		want := "not_owner"
-		if sessions(t, srv) {
-			want = "lapsed"
-		}
+		want := "lapsed"
 		if !errors.As(context.Cause(ctx), &lost) || lost.Reason != want {
 			t.Errorf("cause %v; want a *lease.LostError, %s", context.Cause(ctx), want)
 		}
@@ -694,50 +637,6 @@ func TestManyLeasesKeptAlive(t *testing.T) {
 	}
 }
 
-// TestRenewalTimerServesLaterLeases: the client's one renewal timer, when
-// it fires for one lease, is set again for a lease due later. Two leases
-// taken 1.5 s apart (more than the RenewEvery/8 that one firing takes
-// together) with RenewEvery 8 s: the second is due 1.5 s after the first.
-// A timer set only when a renewal ends would renew it at the first's next
-// firing, 14.5 s after its grant, past its local deadline (TTL 11 s -
-// Margin 1 s): the test fails when either lease is lost before both have
-// been renewed. A correct client renews each 8 s after its grant, 2 s
-// (the call timeout) before its deadline.
-func TestRenewalTimerServesLaterLeases(t *testing.T) {
-	srv := server(t)
-	c, lg := client(t, srv, lease.Config{TTL: 11 * time.Second, Margin: time.Second,
-		RenewEvery: 8 * time.Second, CallTimeout: 2 * time.Second})
-	ctx := context.Background()
-	var held []*lease.Lease
-	for i, name := range []string{"spaced-a", "spaced-b"} {
-		if i > 0 {
-			time.Sleep(1500 * time.Millisecond)
-		}
-		l, err := c.TryAcquire(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-	}
-	first := []time.Time{held[0].Deadline(), held[1].Deadline()}
-	for renewed := 0; renewed < len(held); time.Sleep(20 * time.Millisecond) {
-		renewed = 0
-		for i, l := range held {
-			if err := l.Err(); err != nil {
-				t.Fatalf("lease %s lost before it was renewed: its renewal was late (%v)\n%s", l.Name, err, lg)
-			}
-			if l.Deadline().After(first[i]) {
-				renewed++
-			}
-		}
-	}
-	for _, l := range held {
-		if err := l.Release(ctx); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestDeadlineFromSend: a lease's local deadline counts from when its
@@ -749,17 +648,13 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // server's clock and the client's are one).
 func TestDeadlineFromSend(t *testing.T) {
 	srv := server(t)
-	if sessions(t, srv) {
-		// the lease's deadline is its session's: opening it and keeping
-		// it alive are slow too (and the grant's move under the session,
-		// and a release's count in the session's row, 0.5.1, are not: each
-		// call stays within the call timeout)
-		slowTable(t, srv, "lease.sessions", "INSERT OR UPDATE",
-			"NEW.owner LIKE 'slow#%' AND (TG_OP = 'INSERT' OR NEW.expires_at IS DISTINCT FROM OLD.expires_at)", 0.6)
-		slowWrites(t, srv, "INSERT", "NEW.owner LIKE 'slow#%'", 0.6)
-	} else {
-		slowWrites(t, srv, "INSERT OR UPDATE", "NEW.owner LIKE 'slow#%'", 0.6)
-	}
+	// the lease's deadline is its session's: opening it and keeping it
+	// alive are slow too (and the grant's move under the session, and a
+	// release's count in the session's row, 0.5.1, are not: each call
+	// stays within the call timeout)
+	slowTable(t, srv, "lease.sessions", "INSERT OR UPDATE",
+		"NEW.owner LIKE 'slow#%' AND (TG_OP = 'INSERT' OR NEW.expires_at IS DISTINCT FROM OLD.expires_at)", 0.6)
+	slowWrites(t, srv, "INSERT", "NEW.owner LIKE 'slow#%'", 0.6)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second, Owner: "slow", CallTimeout: 900 * time.Millisecond})
 	sent := time.Now()
 	l, err := c.TryAcquire(context.Background(), "slow")
@@ -779,7 +674,7 @@ func TestDeadlineFromSend(t *testing.T) {
 	if took < 600*time.Millisecond {
 		t.Fatalf("the acquire took %v: the trigger did not hold its reply up", took)
 	}
-	if sessions(t, srv) && took < 1200*time.Millisecond {
+	if took < 1200*time.Millisecond {
 		t.Fatalf("the acquire took %v: the triggers did not hold up both the session's opening and the grant", took)
 	}
 	if !deadline.Before(*r.expires) {

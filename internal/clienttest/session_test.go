@@ -4,22 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5"
-	"github.com/pglease/pglease-gen/lease"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// needSessions stops a test of sessions on an extension without them
-// (-clienttest.version=0.4.0), saying so.
-func needSessions(t *testing.T) {
-	t.Helper()
-	if *version != "" && *version < "0.5.0" {
-		t.Skipf("pg_lease %s has no sessions", *version)
-	}
-}
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/lease"
+)
 
 // TestOneSessionPerClient: a client holds its names under one session of
 // the server (one row of lease.sessions, its owner each lease's), which
@@ -28,7 +22,6 @@ func needSessions(t *testing.T) {
 // until it. Close closes the session: every name is free at once.
 func TestOneSessionPerClient(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second})
 	ctx := context.Background()
 	var held []*lease.Lease
@@ -76,7 +69,6 @@ func TestOneSessionPerClient(t *testing.T) {
 // name stays held.
 func TestNamesCheckedWhenTheEraChanges(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	held := acquireAll(t, c, "kept", "lost")
 	kept, lost := held[0], held[1]
@@ -110,10 +102,6 @@ func TestNamesCheckedWhenTheEraChanges(t *testing.T) {
 // end anything.
 func TestNamesCheckedWhenReleasedBehind(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
-	if *version != "" && *version < "0.5.1" {
-		t.Skipf("pg_lease %s's keep_alive does not count releases (0.5.1 does)", *version)
-	}
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	held := acquireAll(t, c, "kept", "gone", "mine")
 	kept, gone, mine := held[0], held[1], held[2]
@@ -148,7 +136,6 @@ func TestNamesCheckedWhenReleasedBehind(t *testing.T) {
 // takes it: it is not kept held by the session it was left under.
 func TestFailedReleaseRetried(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	exec(t, srv, `CREATE FUNCTION public.pglease_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.owner IS NULL AND NEW.name = 'left' THEN
@@ -261,7 +248,6 @@ func TestOneLeasePerEpoch(t *testing.T) {
 // session's expiry moving.
 func TestKeepAliveNeedsNoStandby(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 2 * time.Second, CallTimeout: 500 * time.Millisecond})
 	ctx := context.Background()
 	var held []*lease.Lease
@@ -301,7 +287,6 @@ func TestKeepAliveNeedsNoStandby(t *testing.T) {
 // releases it again.
 func TestLostReleaseUndone(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	ctx := context.Background()
 	held := acquireAll(t, c, "kept", "gone")
@@ -355,7 +340,6 @@ func acquireAll(t *testing.T, c *lease.Client, names ...string) []*lease.Lease {
 // reason "era".
 func TestGrantInFlightCheckedWithTheEra(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	cfg := lease.Config{TTL: 12 * time.Second, RenewEvery: 3 * time.Second, CallTimeout: 3 * time.Second}
 	c, lg := client(t, srv, cfg)
 	ctx := context.Background()
@@ -457,7 +441,6 @@ END $$`, "CREATE TRIGGER inflight_wait AFTER INSERT OR UPDATE ON lease.leases FO
 // left no era may have lost that release).
 func TestOneCheckAfterACleanRestart(t *testing.T) {
 	srv := server(t)
-	needSessions(t)
 	c, lg := client(t, srv, lease.Config{TTL: 3 * time.Second})
 	ctx := context.Background()
 	held := acquireAll(t, c, "a", "b")
@@ -491,5 +474,34 @@ func TestOneCheckAfterACleanRestart(t *testing.T) {
 	renewals(2)
 	if n := strings.Count(lg.String(), "names checked") - checks; n != 1 {
 		t.Errorf("two keep-alives after a release under the session, the server still without an era, checked the names %d times; want 1\n%s", n, lg)
+	}
+}
+
+// TestOldExtensionIsRefused: the client needs sessions (pg_lease 0.5.0);
+// on an older extension the first acquire fails with an error that names
+// the database's version and says how to update, and holds nothing.
+func TestOldExtensionIsRefused(t *testing.T) {
+	srv := server(t)
+	exec(t, srv, "CREATE DATABASE old_ext")
+	if err := pgserver.Exec(context.Background(), srv.DSN("old_ext"), "CREATE EXTENSION pg_lease VERSION '0.4.0'"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := lease.New(srv.DSN("old_ext"), lease.Config{TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryAcquire(context.Background(), "old")
+	if err == nil || l != nil || !strings.Contains(err.Error(), "pg_lease 0.4.0") || !strings.Contains(err.Error(), "ALTER EXTENSION pg_lease UPDATE") {
+		t.Fatalf("TryAcquire on pg_lease 0.4.0: %v, %v; want an error naming 0.4.0 and the update", l, err)
+	}
+	conn, err := pgx.Connect(context.Background(), srv.DSN("old_ext"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM lease.leases").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the refused acquire left %d rows (%v)", n, err)
 	}
 }

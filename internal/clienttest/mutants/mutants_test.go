@@ -49,15 +49,10 @@ var mutants = []mutant{
 		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
 		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
 		"TestDeadlineFromSend", "counted from the reply, not from the send", nil},
-	// the same without sessions: the deadline of a lease held on its own
-	{"replyclock-pername", []edit{
-		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
-		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
-		"TestDeadlineFromSend", "counted from the reply, not from the send", perName},
 	// keep-alives at the connection's synchronous_commit (on): each one
 	// waits for a synchronous standby, and a standby that stops answering
 	// ends every lease
-	{"keepaliveflush", []edit{{"keeper.go", "\t\t\tb.Queue(keepAliveOffSQL)\n", ""}},
+	{"keepaliveflush", []edit{{"keeper.go", "\t\tb.Queue(keepAliveOffSQL)\n", ""}},
 		"TestKeepAliveNeedsNoStandby", "lost while the synchronous standby did not answer", nil},
 	// the era check that looks only at the names the client holds: a
 	// release the fault lost stays held by the session
@@ -82,17 +77,13 @@ var mutants = []mutant{
 		"TestOneCheckAfterACleanRestart", "want 1", nil},
 	// the release under the session not recorded: a restart that left no
 	// era again is not checked for it
-	{"releaseuntouched", []edit{{"lease.go", "\t} else {\n\t\tl.k.touch(time.Now())\n\t}", "\t}"}},
+	{"releaseuntouched", []edit{{"lease.go", "\tl.end(why)\n\tl.k.touch(time.Now())\n", "\tl.end(why)\n"}},
 		"TestOneCheckAfterACleanRestart", "after a release under the session", nil},
 	// a call's timeout counted from an earlier call's start
 	{"firstcall", []edit{{"slot.go",
 		"if left := s.timeout - time.Since(s.started); left > 0 {",
 		"if left := s.timeout - time.Since(s.started); left > 0 && false {"}},
 		"TestCallTimeout", "failed under a 1 s timeout", nil},
-	// a renewal timer that forgets the leases not yet due (without
-	// sessions: under one, the session is the one thing renewed)
-	{"forget", []edit{{"keeper.go", "\tif !first.IsZero() {\n\t\tc.renewWhen = first", "\tif false {\n\t\tc.renewWhen = first"}},
-		"TestRenewalTimerServesLaterLeases", "its renewal was late", perName},
 	// an acquire lost with its connection looked at before the session
 	// that sent it is done: its grant commits after the look
 	// (reported as not granted; the test sees the stray grant on the
@@ -123,7 +114,7 @@ var mutants = []mutant{
 		"TestNamesCheckedWhenTheEraChanges", "still believed", nil},
 	// a Release that fails under a session and is not tried again: the
 	// session's keep-alives keep the name held
-	{"noleftovers", []edit{{"keeper.go", "\t\t\tk.c.releaseLeftovers(k)\n", ""}},
+	{"noleftovers", []edit{{"keeper.go", "\t\tk.c.releaseLeftovers(k)\n", ""}},
 		"TestFailedReleaseRetried", "still held", nil},
 	// acquires of a name under the session not kept apart: the session
 	// gives its own name back with its epoch
@@ -132,8 +123,6 @@ var mutants = []mutant{
 		"TestOneLeasePerEpoch", "broke the rule", nil},
 }
 
-// perName runs a test on pg_lease 0.4.0: the client without sessions.
-var perName = []string{"-clienttest.version=0.4.0"}
 
 // apply writes m's mutated files into dir and an overlay that swaps them
 // in for the real ones; it returns the overlay's path.
