@@ -39,6 +39,14 @@ func database(t testing.TB, srv *pgserver.Server, name, ext string) string {
 	return dsn
 }
 
+// databaseAt creates database db with pg_lease at version in it, then
+// runs sqls there.
+func databaseAt(t testing.TB, srv *pgserver.Server, db, version string, sqls ...string) {
+	t.Helper()
+	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
+	mustExec(t, srv.DSN(db), append([]string{"CREATE EXTENSION " + model.PgLease.Name + " VERSION '" + version + "'"}, sqls...)...)
+}
+
 func connect(t testing.TB, dsn string) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), dsn)

@@ -33,8 +33,7 @@ func pausedInspects(t *testing.T, srv *pgserver.Server, db, version string, stop
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'")
+	databaseAt(t, srv, db, version)
 	holder, inspector := connect(t, srv.DSN(db)), connect(t, srv.DSN(db))
 	var pid int
 	if err := inspector.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {

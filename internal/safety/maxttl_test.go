@@ -24,8 +24,7 @@ import (
 func lowered(t *testing.T, srv *pgserver.Server, db, version string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'", "SELECT lease.set_max_ttl(interval '20 seconds')")
+	databaseAt(t, srv, db, version, "SELECT lease.set_max_ttl(interval '20 seconds')")
 	a, b := connect(t, srv.DSN(db)), connect(t, srv.DSN(db))
 	var session, epoch int64
 	if err := a.QueryRow(ctx, "SELECT session FROM lease.open_session('a', interval '20 seconds')").Scan(&session); err != nil {
@@ -108,8 +107,7 @@ func TestLoweredMaximumReachesEveryPlan(t *testing.T) {
 func graceAfter(t *testing.T, srv *pgserver.Server, db, version string, inFlight bool) time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'",
+	databaseAt(t, srv, db, version,
 		"SELECT lease.set_max_ttl(interval '20 seconds')",
 		"SELECT * FROM lease.acquire('lapsed', 'a', interval '1 millisecond')",
 		"SELECT pg_sleep(0.01)", "SELECT lease.purge()")

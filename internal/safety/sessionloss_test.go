@@ -21,8 +21,7 @@ import (
 func purgeDuringKeepAlive(t *testing.T, srv *pgserver.Server, db, version string) (deleted int64, taken bool) {
 	t.Helper()
 	ctx := context.Background()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'")
+	databaseAt(t, srv, db, version)
 	holder, other := connect(t, srv.DSN(db)), connect(t, srv.DSN(db))
 	var session int64
 	var opened time.Time
@@ -75,8 +74,7 @@ func purgeDuringKeepAlive(t *testing.T, srv *pgserver.Server, db, version string
 func releasedBehind(t *testing.T, srv *pgserver.Server, db, version string) *int64 {
 	t.Helper()
 	ctx := context.Background()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'")
+	databaseAt(t, srv, db, version)
 	holder, other := connect(t, srv.DSN(db)), connect(t, srv.DSN(db))
 	var session int64
 	if err := holder.QueryRow(ctx, "SELECT session FROM lease.open_session('h', interval '10 seconds')").Scan(&session); err != nil {
@@ -131,8 +129,7 @@ func TestSessionKeepsItsNames(t *testing.T) {
 func secondSession(t *testing.T, srv *pgserver.Server, db, version string) (code string, under int64, first int64) {
 	t.Helper()
 	ctx := context.Background()
-	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE "+db)
-	mustExec(t, srv.DSN(db), "CREATE EXTENSION "+model.PgLease.Name+" VERSION '"+version+"'")
+	databaseAt(t, srv, db, version)
 	conn := connect(t, srv.DSN(db))
 	var second int64
 	if err := conn.QueryRow(ctx, "SELECT (SELECT session FROM lease.open_session('h', interval '10 seconds')), (SELECT session FROM lease.open_session('h', interval '10 seconds'))").Scan(&first, &second); err != nil {
