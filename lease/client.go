@@ -51,7 +51,6 @@ const (
 	// (with how long the answer lets its holder believe, from its send:
 	// expires_at - clock_timestamp() in the same statement, pg_lease's
 	// rule; the TTL for a new grant)
-	acquireSQL = "SELECT acquired, epoch, expires_at, expires_at - clock_timestamp() FROM lease.acquire($1, $2, $3::interval)"
 	// a release notifies channel only while some session watches the name
 	releaseSQL = "SELECT lease.release($1, $2, $3)"
 	watchSQL   = "SELECT lease.watch($1)"
@@ -85,7 +84,7 @@ type Client struct {
 	calls  *slot // acquire, release, inspect, sessions opened and closed
 	keep   *slot // keep-alives and renewals: not delayed by a slow acquire
 	listen *listener
-	token  string // this client's part of each grant's owner
+	token  string // this client's part of its sessions' owners
 	seq    atomic.Uint64
 
 	// opening is held while a session is opened
@@ -166,18 +165,9 @@ func (c *Client) close(release bool) error {
 	if c.renewTimer != nil {
 		c.renewTimer.Stop()
 	}
-	held := make([]*Lease, 0, len(c.held))
-	for l := range c.held {
-		held = append(held, l)
-	}
 	session := c.session
 	c.mu.Unlock()
 	var errs []error
-	for _, l := range held {
-		if l.k != session {
-			l.end(ErrClosed) // under a session past its deadline, not yet ended
-		}
-	}
 	if session != nil {
 		session.end(func(*Lease) error { return ErrClosed }, true)
 		if release {
@@ -356,7 +346,7 @@ func (c *Client) grant(ctx context.Context, name, owner string, query func(conte
 // ErrAlreadyHeld.
 func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 	// a free name is taken without watching it
-	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, errTooOld) {
+	if l, err := c.TryAcquire(ctx, name); err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, ErrOldExtension) {
 		return l, err
 	}
 	// else watch it, then try again (a release before the watch was in
@@ -373,7 +363,7 @@ func (c *Client) Acquire(ctx context.Context, name string) (*Lease, error) {
 			}
 			return l, nil
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, errTooOld) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, ErrOldExtension) {
 			return nil, err
 		}
 		if ctx.Err() != nil {

@@ -14,7 +14,9 @@ import (
 type Holder struct {
 	Held bool
 	// Owner is the holder's Config.Owner (the owner it gave the server,
-	// for a holder that is not this package's client)
+	// for a holder that is not this package's client). Lease.Owner keeps
+	// the session's suffix: tell this client's own term by its Epoch, or
+	// by Election.Lease.
 	Owner string
 	Epoch int64 // the holder's epoch; when not held, the epoch the name had last
 	// Err, on the last value before the channel closes, says why the
@@ -22,13 +24,18 @@ type Holder struct {
 	Err error
 }
 
-// candidate cuts a session's or grant's suffix ("#token.sN" or
-// "#token.N": sessionFor, Client.owner) off owner.
+// candidate cuts the session's suffix ("#" token ".s" N: sessionFor)
+// off owner; an owner without one (not this package's client) is kept.
 func candidate(owner string) string {
-	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
-		return owner[:i]
+	i := strings.LastIndexByte(owner, '#')
+	if i < 0 {
+		return owner
 	}
-	return owner
+	tok, n, ok := strings.Cut(owner[i+1:], ".s")
+	if !ok || len(tok) != 12 || strings.Trim(tok, "0123456789abcdef") != "" || n == "" || strings.Trim(n, "0123456789") != "" {
+		return owner
+	}
+	return owner[:i]
 }
 
 func holderOf(st state) Holder {

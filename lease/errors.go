@@ -17,6 +17,10 @@ var (
 	// ErrAlreadyHeld: this client holds the name already (a second grant
 	// to the same client would only wait for itself).
 	ErrAlreadyHeld = errors.New("lease: this client holds it already")
+	// ErrOldExtension: the database's pg_lease has no sessions (before
+	// 0.5.0), which this client needs; the error that wraps it names the
+	// version. Waiting does not help: update the extension.
+	ErrOldExtension = errors.New("lease: pg_lease is older than 0.5.0")
 )
 
 // GraceError: the server is in its grace after a fault that may have

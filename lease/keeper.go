@@ -612,7 +612,7 @@ func (c *Client) releaseLeftover(ctx context.Context, lo leftover) error {
 	if err != nil {
 		return err
 	}
-	if status == "ok" && lo.k.session != 0 {
+	if status == "ok" {
 		lo.k.released.Add(1)
 	}
 	c.mu.Lock()
@@ -721,8 +721,8 @@ func (c *Client) tooOld(ctx context.Context, cause error) error {
 		}
 		return nil
 	})
-	return fmt.Errorf("%w: this database has pg_lease %s, and this client needs 0.5.0 or later (sessions): update it with ALTER EXTENSION pg_lease UPDATE (%v)", errTooOld, version, cause)
+	if version >= "0.5.0" && version != "before 0.5.0" {
+		return fmt.Errorf("open a session: %w", cause) // (another function is missing)
+	}
+	return fmt.Errorf("%w: this database has pg_lease %s, and this client needs 0.5.0 or later (sessions): update it with ALTER EXTENSION pg_lease UPDATE (%v)", ErrOldExtension, version, cause)
 }
-
-// errTooOld: the extension has no sessions (before 0.5.0).
-var errTooOld = errors.New("lease: the extension is too old")

@@ -492,8 +492,14 @@ func TestOldExtensionIsRefused(t *testing.T) {
 	}
 	defer c.Close()
 	l, err := c.TryAcquire(context.Background(), "old")
-	if err == nil || l != nil || !strings.Contains(err.Error(), "pg_lease 0.4.0") || !strings.Contains(err.Error(), "ALTER EXTENSION pg_lease UPDATE") {
-		t.Fatalf("TryAcquire on pg_lease 0.4.0: %v, %v; want an error naming 0.4.0 and the update", l, err)
+	if !errors.Is(err, lease.ErrOldExtension) || l != nil || !strings.Contains(err.Error(), "pg_lease 0.4.0") || !strings.Contains(err.Error(), "ALTER EXTENSION pg_lease UPDATE") {
+		t.Fatalf("TryAcquire on pg_lease 0.4.0: %v, %v; want ErrOldExtension naming 0.4.0 and the update", l, err)
+	}
+	// Acquire does not wait on it
+	actx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Acquire(actx, "old"); !errors.Is(err, lease.ErrOldExtension) {
+		t.Fatalf("Acquire on pg_lease 0.4.0: %v; want ErrOldExtension at once", err)
 	}
 	conn, err := pgx.Connect(context.Background(), srv.DSN("old_ext"))
 	if err != nil {

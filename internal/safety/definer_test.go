@@ -238,3 +238,44 @@ func TestDefinerFunctionsRunNothingOfTheInstallers(t *testing.T) {
 		t.Errorf("0.5.0 in a schema lease made before CREATE EXTENSION ran no trap as superuser: the test proves nothing")
 	}
 }
+
+// TestUpdateRunsNothingOfTheInstallers: the installer of a 0.5.0 database
+// that has granted sets its traps in schema lease, then updates the
+// extension to the current version: the update script (run as the
+// bootstrap superuser, with schema lease first on its search_path) runs
+// none of them, nor does any call after it.
+func TestUpdateRunsNothingOfTheInstallers(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	db := "upd_traps"
+	installer := db + "_installer"
+	mustExec(t, srv.DSN("postgres"), "CREATE ROLE "+installer+" LOGIN", "CREATE DATABASE "+db,
+		"GRANT CREATE ON DATABASE "+db+" TO "+installer)
+	mustExec(t, srv.DSN(db), "GRANT CREATE ON SCHEMA public TO "+installer)
+	conn := connectAs(t, srv.DSN(db), installer)
+	for _, sql := range []string{
+		"CREATE EXTENSION " + model.PgLease.Name + " VERSION '0.5.0'",
+		"SELECT * FROM lease.acquire('granted'::text, 'i'::text, interval '30 seconds', NULL::interval)",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for _, sql := range definerTraps(installer, false) {
+		conn.Exec(ctx, sql) // a name the extension has already fails
+	}
+	if _, err := conn.Exec(ctx, "ALTER EXTENSION "+model.PgLease.Name+" UPDATE"); err != nil {
+		t.Fatalf("the installer's update over its traps: %v", err)
+	}
+	if calls, super := count(t, conn); calls != 0 || super != 0 {
+		t.Errorf("the update ran the installer's traps %d times, %d as superuser", calls, super)
+	}
+	for _, sql := range definerCalls[:8] {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Errorf("after the update, as the installer: %s: %v", sql, err)
+		}
+	}
+	if calls, super := count(t, conn); calls != 0 || super != 0 {
+		t.Errorf("after the update, the calls ran the installer's traps %d times, %d as superuser", calls, super)
+	}
+}

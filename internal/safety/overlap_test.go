@@ -144,19 +144,11 @@ type overlapVariant struct {
 	safe bool
 }
 
-// noSessions takes open_session out of a database of 0.5.0: the Go
-// client then holds each name on its own, as on an extension before
-// 0.5.0 (acquire, renew at the caller's synchronous_commit, release).
-var noSessions = []string{"ALTER EXTENSION pg_lease DROP FUNCTION lease.open_session(text, interval)", "DROP FUNCTION lease.open_session(text, interval)"}
-
 var (
 	overlapShipped = overlapVariant{name: model.PgLease.Version(), ext: "pg_lease", max: "interval '4 seconds'", safe: true}
-	// 0.5.0 to a client that holds each name on its own (renewals at
-	// synchronous_commit = off, one name a call): make overlap only
-	overlapPerName = overlapVariant{name: "0.5.0, names held on their own", ext: "pg_lease", max: "interval '4 seconds'", setup: noSessions, safe: true}
-	// 0.4.0 itself: no maximum, no grace, no sessions (the client holds
-	// each name on its own, as on any extension before 0.5.0)
-	overlapFencing = overlapVariant{name: "0.4.0 (no maximum TTL, no grace, no sessions)", ext: "pg_lease", version: "0.4.0"}
+	// fencing only, as 0.4.0 (the client needs sessions: the current
+	// version without a maximum): no grace, renewals at the floor
+	overlapFencing = overlapVariant{name: "no maximum TTL (no grace)", ext: "pg_lease", max: "NULL"}
 	// 0.5.0 without its grace: renewals without a flush, and nothing
 	// waits for the holders a fault made the server forget
 	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
@@ -166,9 +158,6 @@ var (
 	// 0.5.0's did
 	overlapRaiseNow = overlapVariant{name: "0.5.1 raising the maximum at once", ext: "pg_lease_raisenow", safe: false,
 		edits: [][2]string{{"AND set_max_ttl.delay > interval '0'", "AND false"}}}
-	// the same, to a client that holds each name on its own
-	overlapNoGracePerName = overlapVariant{name: "0.5.0 without the grace, names held on their own", ext: overlapNoGrace.ext, max: overlapNoGrace.max,
-		edits: overlapNoGrace.edits, setup: []string{strings.ReplaceAll(noSessions[0], "pg_lease", overlapNoGrace.ext), noSessions[1]}}
 )
 
 // overlapFault is what strikes the run.
@@ -199,7 +188,7 @@ var overlapFaults = []overlapFault{
 	// overlaps reliably here; dev/grace.md)
 	{name: "crash (floor on)", floor: "on",
 		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) { pauseKillRestart(t, p) }},
-	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace, overlapNoGracePerName},
+	{name: "crash (floor session)", floor: "session", sample: true, variants: []overlapVariant{overlapFencing, overlapNoGrace},
 		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) { pauseKillRestart(t, p) }},
 	{name: "crash restart (a backend killed)", floor: "session", variants: []overlapVariant{overlapFencing, overlapNoGrace},
 		strike: func(t *testing.T, p, _ *pgserver.Server, _ []string) {
@@ -419,9 +408,6 @@ func TestHoldersNeverOverlap(t *testing.T) {
 			continue
 		}
 		vs := []overlapVariant{overlapShipped}
-		if *overlapAll {
-			vs = append(vs, overlapPerName)
-		}
 		for _, b := range f.variants {
 			if *overlapAll || f.sampleBroken || (b.name == overlapFencing.name && f.standby) {
 				vs = append(vs, b)
@@ -494,7 +480,7 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 	}
 	mustExec(t, srv.DSN("postgres"), "CREATE DATABASE overlap")
 	maximum := v.max
-	if f.max != "" {
+	if f.max != "" && v.max != "NULL" { // (a variant without a maximum keeps none)
 		maximum = f.max
 	}
 	create := []string{"CREATE EXTENSION " + v.ext, "SELECT lease.set_max_ttl(" + maximum + ")"}

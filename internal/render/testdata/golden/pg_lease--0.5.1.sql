@@ -977,11 +977,12 @@ BEGIN
                                 WHEN inspect.name = '' THEN 'name is empty.'
                                 ELSE format('name is %s bytes long.', octet_length(inspect.name)) END;
     END IF;
-    -- One instant's answer: the row as of the read's snapshot, judged by a
-    -- clock read before the read and one after it. An expiry that falls
-    -- between the two (it passed during the read, or the backend was
-    -- paused in it) is neither surely held nor surely lapsed at the
-    -- snapshot: read again (0.5.1).
+    -- One instant's answer (at READ COMMITTED, where the read takes its
+    -- own snapshot): the row as of the read's snapshot, judged by a clock
+    -- read before the read and one after it. An expiry that falls between
+    -- the two (it passed during the read, or the backend was paused in
+    -- it) is neither surely held nor surely lapsed at the snapshot: read
+    -- again (0.5.1; under an older snapshot the second look ends it).
     LOOP
         v_before := clock_timestamp();
         SELECT l.owner, l.epoch, CASE WHEN l.session_id IS NULL THEN l.expires_at
@@ -1565,13 +1566,23 @@ BEGIN
     END IF;
     -- The database has granted from now on: the installer's writing of
     -- the tables, for its own restore into a fresh install, ends (0.5.1).
-    IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e
-                WHERE e.extnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
-                  AND e.extowner OPERATOR(pg_catalog.<>) (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass)
-                  AND pg_catalog.has_table_privilege(e.extowner, '@extschema@.leases'::pg_catalog.regclass, 'INSERT')) THEN
-        REVOKE INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
-            @extschema@.limits, @extschema@.sessions FROM @extowner@;
-    END IF;
+    DECLARE
+        v_installer name := (SELECT r.rolname FROM pg_catalog.pg_depend AS d
+              JOIN pg_catalog.pg_extension AS e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+              JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) e.extowner
+             WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+               AND d.objid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass
+               AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+               AND d.deptype OPERATOR(pg_catalog.=) 'e'
+               AND e.extowner OPERATOR(pg_catalog.<>) (SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                                        WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass)
+               AND pg_catalog.has_table_privilege(e.extowner, '@extschema@.leases'::pg_catalog.regclass, 'INSERT'));
+    BEGIN
+        IF v_installer IS NOT NULL THEN
+            EXECUTE pg_catalog.format('REVOKE INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras, '
+                                      '@extschema@.limits, @extschema@.sessions FROM %I', v_installer);
+        END IF;
+    END;
     DELETE FROM @extschema@.era_now;
     IF v_grace IS NOT NULL THEN
         -- The two unlogged sequences, by OID: only this function's owner's
@@ -2318,26 +2329,11 @@ COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
 -- era this database enters takes the writing back (enter_era(), by
 -- privilege, so that the functions' own writes pay nothing for it). Its
 -- restored rows are another database's: the first grant after the restore
--- enters a generation above them, with the grace.
+-- enters a generation above them, with the grace. (An update from 0.5.0
+-- grants the reading only: the database has granted, or may be granting
+-- while it runs.)
 GRANT SELECT, INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
     @extschema@.limits, @extschema@.sessions TO @extowner@;
-
--- (a database that has granted already: updated from 0.5.0)
-DO $do$
-BEGIN
-    IF EXISTS (SELECT FROM @extschema@.eras AS r
-                WHERE NOT r.installed AND r.home = '@extschema@.eras'::regclass
-                  AND r.database_oid = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())) THEN
-        IF EXISTS (SELECT FROM pg_catalog.pg_extension AS e
-                    WHERE e.extnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
-                      AND e.extowner OPERATOR(pg_catalog.<>) (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) '@extschema@.leases'::pg_catalog.regclass)
-                      AND pg_catalog.has_table_privilege(e.extowner, '@extschema@.leases'::pg_catalog.regclass, 'INSERT')) THEN
-            REVOKE INSERT ON TABLE @extschema@.leases, @extschema@.purge_mark, @extschema@.eras,
-                @extschema@.limits, @extschema@.sessions FROM @extowner@;
-        END IF;
-    END IF;
-END
-$do$;
 
 -- The installer owns the schema (trusted extension), and the functions run
 -- as the bootstrap superuser and find their table by the name
