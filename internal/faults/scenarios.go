@@ -1072,6 +1072,20 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		time.Sleep(rest)
 	}
 	time.Sleep(half/2 + v.Grace)
+	// under load a server that took clients over may give its first grants
+	// late (a restore's grace): the run goes on until each has given
+	// minTakerGrants, for at most a minute more
+	for until := time.Now().Add(time.Minute); ferr == nil && time.Now().Before(until); time.Sleep(200 * time.Millisecond) {
+		w.mu.Lock()
+		short := false
+		for _, n := range takerGrants(e.takers, w.grants) {
+			short = short || n < minTakerGrants
+		}
+		w.mu.Unlock()
+		if !short {
+			break
+		}
+	}
 	cancel()
 	<-done
 	say("the clients stopped")
