@@ -713,15 +713,17 @@ func (c *Client) releaseCall(ctx context.Context, name, owner string, epoch int6
 // tooOld is the error for an extension without sessions: it names the
 // version the database has.
 func (c *Client) tooOld(ctx context.Context, cause error) error {
-	version := "before 0.5.0"
+	version, old := "before 0.5.0", true
 	c.calls.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		// (compared as numbers: 0.10.0 is not before 0.5.0)
 		var v string
-		if conn.QueryRow(ctx, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'").Scan(&v) == nil {
-			version = v
+		var before bool
+		if conn.QueryRow(ctx, "SELECT extversion, string_to_array(extversion, '.')::int[] < '{0,5,0}' FROM pg_catalog.pg_extension WHERE extname = 'pg_lease'").Scan(&v, &before) == nil {
+			version, old = v, before
 		}
 		return nil
 	})
-	if version >= "0.5.0" && version != "before 0.5.0" {
+	if !old {
 		return fmt.Errorf("open a session: %w", cause) // (another function is missing)
 	}
 	return fmt.Errorf("%w: this database has pg_lease %s, and this client needs 0.5.0 or later (sessions): update it with ALTER EXTENSION pg_lease UPDATE (%v)", ErrOldExtension, version, cause)

@@ -123,7 +123,6 @@ var mutants = []mutant{
 		"TestOneLeasePerEpoch", "broke the rule", nil},
 }
 
-
 // apply writes m's mutated files into dir and an overlay that swaps them
 // in for the real ones; it returns the overlay's path.
 func (m mutant) apply(t *testing.T, module, dir string) string {
