@@ -67,7 +67,10 @@ func TestReferenceMatchesTheCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := conn.Query(ctx, `
-SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid),
+SELECT p.proname, pg_get_function_arguments(p.oid),
+       pg_get_function_result(p.oid) || coalesce((SELECT ' (' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) || ')'
+         FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE t.oid = p.prorettype AND t.typnamespace = p.pronamespace), ''),
        coalesce(obj_description(p.oid, 'pg_proc'), ''),
        p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
        p.prorettype IN ('trigger'::regtype, 'event_trigger'::regtype)

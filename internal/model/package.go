@@ -111,6 +111,7 @@ var Packages = Packaging{
 			"A raised maximum TTL takes effect after a delay (set_max_ttl's new argument, 1 minute), so that a standby promoted within it has it",
 			"A holder believes a grant for expires_at - clock_timestamp(), read in the statement that asked, from its own send: an idempotent re-acquire or a grant under an older session holds less than its TTL",
 			"inspect answers the state of one instant of its call: a backend paused in the middle of it no longer shows a lease its holder renewed in time as lapsed",
+			"The update keeps the privileges an operator gave or took on the functions it makes again (acquire, renew, session_acquire, keep_alive, set_max_ttl), in the database and in its pg_dump; those four calls answer in named row types, the same columns, at fewer instructions a call than 0.5.0's",
 		},
 	}, {
 		Date: "2026-12-04 20:00", Version: "0.5.0", Release: 1,

@@ -1,3 +1,4 @@
+
 -- pg_lease 0.5.0 to 0.5.1: expiring ownership of named resources with fencing epochs
 --
 -- Rendered by pglease-gen from templates/pg_lease--0.5.0--0.5.1.sql.tmpl; edit the template, not this file.
@@ -354,12 +355,24 @@ CREATE TRIGGER limits_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @e
 -- (a restore's COPY, and a session with session_replication_role = replica)
 ALTER TABLE @extschema@.limits ENABLE ALWAYS TRIGGER limits_changed;
 
-CREATE OR REPLACE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
-RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+-- acquire(), session_acquire() and renew() answer in named row types
+-- (a third of the instructions that building their result from the
+-- function's own columns took at each call): made again.
+ALTER FUNCTION @extschema@.acquire(text, text, interval, interval) RENAME TO acquire_0_5_0;
+CREATE TYPE @extschema@.acquire_result AS (acquired boolean, epoch bigint, expires_at timestamptz);
+
+COMMENT ON TYPE @extschema@.acquire_result IS
+    'the answer of acquire() and session_acquire()';
+
+CREATE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
+    acquired   boolean;
+    epoch      bigint;
+    expires_at timestamptz;
     v_now     timestamptz;
     v_owner   text;
     v_epoch   bigint;
@@ -581,7 +594,7 @@ BEGIN
                             PERFORM @extschema@.durable();
                         END IF;
                     END IF;
-                    RETURN NEXT;
+                    RETURN NEXT ROW(acquired, epoch, expires_at);
                     RETURN;
                 EXCEPTION WHEN no_data_found THEN
                     NULL;  -- not taken (STRICT: no row): no lock is kept
@@ -651,7 +664,7 @@ BEGIN
                             END IF;
                         END IF;
                         acquired := true;
-                        RETURN NEXT;
+                        RETURN NEXT ROW(acquired, epoch, expires_at);
                         RETURN;
                     END IF;
                     -- Not inserted: another transaction created the row, or the era
@@ -697,7 +710,7 @@ BEGIN
                     acquired := true;
                     epoch := v_epoch;
                     expires_at := v_expires;
-                    RETURN NEXT;
+                    RETURN NEXT ROW(acquired, epoch, expires_at);
                     RETURN;
                 END IF;
 
@@ -885,7 +898,7 @@ BEGIN
                     PERFORM @extschema@.durable();
                 END IF;
             END IF;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         EXCEPTION WHEN no_data_found THEN
             NULL;  -- not taken (STRICT: no row): no lock is kept
@@ -936,7 +949,7 @@ BEGIN
                     END IF;
                 END IF;
                 acquired := true;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             -- Not inserted: another transaction created the row, or the era
@@ -955,7 +968,7 @@ BEGIN
                 acquired := false;
                 epoch := NULL;
                 expires_at := v_grace;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             v_joined := true;
@@ -968,7 +981,7 @@ BEGIN
             acquired := true;
             epoch := v_epoch;
             expires_at := v_expires;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         END IF;
 
@@ -992,7 +1005,7 @@ BEGIN
                 acquired := false;
                 epoch := NULL;
                 expires_at := v_grace;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             v_joined := true;
@@ -1004,18 +1017,71 @@ BEGIN
         acquired := false;
         epoch := NULL;
         expires_at := NULL;
-        RETURN NEXT;
+        RETURN NEXT ROW(acquired, epoch, expires_at);
         RETURN;
     END LOOP;
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl interval)
-RETURNS TABLE (status text, expires_at timestamptz)
+COMMENT ON FUNCTION @extschema@.acquire(text, text, interval, interval) IS
+    'acquire(name, owner, ttl, max_wait => NULL): take the lease on name for owner until now + ttl; returns (acquired, epoch, expires_at). Re-acquiring a lease you hold returns it unchanged. With max_wait > 0, waits (READ COMMITTED only) until the lease is free, raising 57014 when the wait runs out.';
+
+DO $carry$
+DECLARE
+    v_old     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.acquire_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval)');
+    v_new     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.acquire(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval)');
+    v_owner   pg_catalog.oid;
+    v_script  pg_catalog.aclitem[];  -- the replacement's, as this script made it
+    v_acl     pg_catalog.aclitem[];  -- the old one's, the operator's changes in it
+    v_item    record;
+BEGIN
+    SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
+    SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
+    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
+        -- (nobody changed them)
+        DROP FUNCTION @extschema@.acquire_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval);
+        RETURN;
+    END IF;
+    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                   GROUP BY a.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- (the GRANTs of an extension's script are its initial privileges:
+    -- back to the script's own)
+    IF v_script IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs AS i
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    END IF;
+    DROP FUNCTION @extschema@.acquire_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval);
+END
+$carry$;
+
+ALTER FUNCTION @extschema@.renew(text, text, bigint, interval) RENAME TO renew_0_5_0;
+CREATE TYPE @extschema@.renew_result AS (status text, expires_at timestamptz);
+
+COMMENT ON TYPE @extschema@.renew_result IS
+    'the answer of renew()';
+
+CREATE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl interval)
+RETURNS SETOF @extschema@.renew_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
+    status     text;
+    expires_at timestamptz;
     v_now     timestamptz;
     v_owner   text;
     v_epoch   bigint;
@@ -1108,7 +1174,7 @@ BEGIN
                     END IF;
                 END IF;
             END IF;
-            RETURN NEXT;
+            RETURN NEXT ROW(status, expires_at);
             RETURN;
         EXCEPTION WHEN no_data_found THEN
             NULL;  -- not written (STRICT: no row): no lock is kept
@@ -1143,9 +1209,54 @@ BEGIN
         EXIT WHEN status <> 'ok';  -- ok: it changed between the two; again
     END LOOP;
     expires_at := NULL;
-    RETURN NEXT;
+    RETURN NEXT ROW(status, expires_at);
 END
 $function$;
+
+COMMENT ON FUNCTION @extschema@.renew(text, text, bigint, interval) IS
+    'renew(name, owner, epoch, ttl): set the expiry of a lease you hold to now + ttl (may shorten it); returns (status, expires_at) with status ok, not_owner, epoch_mismatch or lapsed. A lapsed lease is not revived.';
+
+DO $carry$
+DECLARE
+    v_old     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.renew_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval)');
+    v_new     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.renew(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval)');
+    v_owner   pg_catalog.oid;
+    v_script  pg_catalog.aclitem[];  -- the replacement's, as this script made it
+    v_acl     pg_catalog.aclitem[];  -- the old one's, the operator's changes in it
+    v_item    record;
+BEGIN
+    SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
+    SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
+    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
+        -- (nobody changed them)
+        DROP FUNCTION @extschema@.renew_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval);
+        RETURN;
+    END IF;
+    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                   GROUP BY a.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- (the GRANTs of an extension's script are its initial privileges:
+    -- back to the script's own)
+    IF v_script IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs AS i
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    END IF;
+    DROP FUNCTION @extschema@.renew_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval);
+END
+$carry$;
 
 -- A raise of the maximum takes effect after a delay (set_max_ttl()
 -- gains the argument: dropped and made again), and counts from then.
@@ -1166,7 +1277,7 @@ AS $function$
                 ELSE (SELECT greatest(CASE WHEN m.raise_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() THEN m.raise_to ELSE m.max_ttl END, CASE WHEN clock_timestamp() < m.previous_until THEN m.previous END)
                         FROM @extschema@.limits AS m) END;
 $function$;
-DROP FUNCTION @extschema@.set_max_ttl(interval);
+ALTER FUNCTION @extschema@.set_max_ttl(interval) RENAME TO set_max_ttl_0_5_0;
 CREATE FUNCTION @extschema@.set_max_ttl(ttl interval, delay interval DEFAULT interval '1 minute')
 RETURNS interval
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1243,6 +1354,48 @@ COMMENT ON FUNCTION @extschema@.set_max_ttl(interval, interval) IS
 
 REVOKE ALL ON FUNCTION @extschema@.set_max_ttl(interval, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.set_max_ttl(interval, interval) TO @extowner@;
+
+DO $carry$
+DECLARE
+    v_old     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.set_max_ttl_0_5_0(pg_catalog.interval)');
+    v_new     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.set_max_ttl(pg_catalog.interval, pg_catalog.interval)');
+    v_owner   pg_catalog.oid;
+    v_script  pg_catalog.aclitem[];  -- the replacement's, as this script made it
+    v_acl     pg_catalog.aclitem[];  -- the old one's, the operator's changes in it
+    v_item    record;
+BEGIN
+    SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
+    SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
+    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
+        -- (nobody changed them)
+        DROP FUNCTION @extschema@.set_max_ttl_0_5_0(pg_catalog.interval);
+        RETURN;
+    END IF;
+    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                   GROUP BY a.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- (the GRANTs of an extension's script are its initial privileges:
+    -- back to the script's own)
+    IF v_script IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs AS i
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    END IF;
+    DROP FUNCTION @extschema@.set_max_ttl_0_5_0(pg_catalog.interval);
+END
+$carry$;
 
 CREATE FUNCTION @extschema@.raise_due(ttl interval)
 RETURNS boolean
@@ -1353,11 +1506,16 @@ END
 $function$;
 
 -- keep_alive() reports how many of the session's names release() has
--- released (its result gains a column: dropped and made again).
+-- released (its result gains a column: made again, as a named row type).
 ALTER TABLE @extschema@.sessions ADD COLUMN released bigint NOT NULL DEFAULT 0;
-DROP FUNCTION @extschema@.keep_alive(bigint, text);
+ALTER FUNCTION @extschema@.keep_alive(bigint, text) RENAME TO keep_alive_0_5_0;
+CREATE TYPE @extschema@.keep_alive_result AS (status text, expires_at timestamptz, era bigint, released bigint);
+
+COMMENT ON TYPE @extschema@.keep_alive_result IS
+    'the answer of keep_alive()';
+
 CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
-RETURNS TABLE (status text, expires_at timestamptz, era bigint, released bigint)
+RETURNS SETOF @extschema@.keep_alive_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -1366,17 +1524,17 @@ DECLARE
 BEGIN
     -- One row, whatever the number of names; committed at the session's
     -- own synchronous_commit, as a renewal.
-    UPDATE @extschema@.sessions AS s
+    RETURN QUERY UPDATE @extschema@.sessions AS s
        SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + s.ttl) AT TIME ZONE 'UTC')
      WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner AND s.expires_at > clock_timestamp()
        AND (@extschema@.limit_ttl() IS NULL OR s.ttl <= @extschema@.limit_ttl())
-    RETURNING 'ok', s.expires_at, s.released INTO status, expires_at, released;
+    -- The era's first epoch (NULL before this run of the server has
+    -- entered one), folded into the plan: a holder that sees it change
+    -- checks that the server still has its names (a failover or a restore
+    -- can have lost a grant, not the session). The row goes straight to
+    -- the answer.
+    RETURNING 'ok'::text, s.expires_at, @extschema@.era_first(@extschema@.era_mark()), s.released;
     IF FOUND THEN
-        -- The era's first epoch (NULL before this run of the server has
-        -- entered one), folded into the plan: a holder that sees it change
-        -- checks that the server still has its names (a failover or a
-        -- restore can have lost a grant, not the session).
-        era := @extschema@.era_first(@extschema@.era_mark());
         -- (without a maximum there is no grace: durable, as a renewal)
         IF @extschema@.limit_ttl() IS NULL THEN
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
@@ -1389,7 +1547,6 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-        RETURN NEXT;
         RETURN;
     END IF;
     SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
@@ -1403,14 +1560,54 @@ BEGIN
     -- no live session of this id and owner (lapsed, closed, purged, or
     -- none): lapsed, one answer for all (0.5.1; 0.5.0 said not_owner for
     -- another owner's, which told a caller that the id was in use)
-    status := 'lapsed';
-    expires_at := NULL;
-    RETURN NEXT;
+    RETURN QUERY SELECT 'lapsed'::text, NULL::timestamptz, NULL::bigint, NULL::bigint;
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.keep_alive(bigint, text) IS
     'keep_alive(session, owner): renew the session, and so every name under it, until now + its ttl, in one row; returns (status, expires_at, era, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed); era an identifier of the server''s era (NULL before it has entered one since it started): when it changes, a failover or restore may have lost grants made under the session, and its holder checks that the server still has its names (lease.list); released how many of its names release() has released (by anyone who gave their owner and epoch): when it grows by more than its holder released, it checks them too. A lapsed session is not revived.';
+
+DO $carry$
+DECLARE
+    v_old     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.keep_alive_0_5_0(pg_catalog.int8, pg_catalog.text)');
+    v_new     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.keep_alive(pg_catalog.int8, pg_catalog.text)');
+    v_owner   pg_catalog.oid;
+    v_script  pg_catalog.aclitem[];  -- the replacement's, as this script made it
+    v_acl     pg_catalog.aclitem[];  -- the old one's, the operator's changes in it
+    v_item    record;
+BEGIN
+    SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
+    SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
+    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
+        -- (nobody changed them)
+        DROP FUNCTION @extschema@.keep_alive_0_5_0(pg_catalog.int8, pg_catalog.text);
+        RETURN;
+    END IF;
+    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                   GROUP BY a.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- (the GRANTs of an extension's script are its initial privileges:
+    -- back to the script's own)
+    IF v_script IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs AS i
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    END IF;
+    DROP FUNCTION @extschema@.keep_alive_0_5_0(pg_catalog.int8, pg_catalog.text);
+END
+$carry$;
 
 CREATE OR REPLACE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
 RETURNS text
@@ -1645,12 +1842,17 @@ $function$;
 
 -- session_acquire() moves only the grant acquire() answered, and never
 -- from another session.
-CREATE OR REPLACE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
-RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+ALTER FUNCTION @extschema@.session_acquire(bigint, text, text, interval) RENAME TO session_acquire_0_5_0;
+CREATE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
+RETURNS SETOF @extschema@.acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
+<<session_acquire>>  -- (its answer, session_acquire.epoch, beside its arguments)
 DECLARE
+    acquired   boolean;
+    epoch      bigint;
+    expires_at timestamptz;
     v_ttl   interval;
     v_other bigint;  -- the session another holding of the name is under
 BEGIN
@@ -1694,7 +1896,7 @@ BEGIN
             acquired := false;
             epoch := NULL;
             expires_at := NULL;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         END IF;
         -- durable, as the grant: a lost move would leave the name to its
@@ -1711,9 +1913,54 @@ BEGIN
     ELSE
         epoch := NULL;
     END IF;
-    RETURN NEXT;
+    RETURN NEXT ROW(acquired, epoch, expires_at);
 END
 $function$;
+
+COMMENT ON FUNCTION @extschema@.session_acquire(bigint, text, text, interval) IS
+    'session_acquire(session, owner, name, max_wait => NULL): acquire name as acquire() does, for the session''s owner, held under the session (while it lives); returns (acquired, epoch, expires_at: the session''s; not acquired, the grace''s end in a grace, else NULL).';
+
+DO $carry$
+DECLARE
+    v_old     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.session_acquire_0_5_0(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval)');
+    v_new     pg_catalog.oid := pg_catalog.to_regprocedure('@extschema@.session_acquire(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval)');
+    v_owner   pg_catalog.oid;
+    v_script  pg_catalog.aclitem[];  -- the replacement's, as this script made it
+    v_acl     pg_catalog.aclitem[];  -- the old one's, the operator's changes in it
+    v_item    record;
+BEGIN
+    SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
+    SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
+    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
+        -- (nobody changed them)
+        DROP FUNCTION @extschema@.session_acquire_0_5_0(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval);
+        RETURN;
+    END IF;
+    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+    END LOOP;
+    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                   GROUP BY a.grantee LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- (the GRANTs of an extension's script are its initial privileges:
+    -- back to the script's own)
+    IF v_script IS NULL THEN
+        DELETE FROM pg_catalog.pg_init_privs AS i
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    ELSE
+        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    END IF;
+    DROP FUNCTION @extschema@.session_acquire_0_5_0(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval);
+END
+$carry$;
 
 -- inspect() answers one instant: an expiry that passed while it read is
 -- read again.

@@ -49,12 +49,20 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.leases', '');
 -- that with REVOKE EXECUTE ... FROM PUBLIC (see the README).
 GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
 
+CREATE TYPE @extschema@.acquire_result AS (acquired boolean, epoch bigint, expires_at timestamptz);
+
+COMMENT ON TYPE @extschema@.acquire_result IS
+    'the answer of acquire() and session_acquire()';
+
 CREATE FUNCTION @extschema@.acquire(name text, owner text, ttl interval, max_wait interval DEFAULT NULL)
-RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+RETURNS SETOF @extschema@.acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
+    acquired   boolean;
+    epoch      bigint;
+    expires_at timestamptz;
     v_now     timestamptz;
     v_owner   text;
     v_epoch   bigint;
@@ -276,7 +284,7 @@ BEGIN
                             PERFORM @extschema@.durable();
                         END IF;
                     END IF;
-                    RETURN NEXT;
+                    RETURN NEXT ROW(acquired, epoch, expires_at);
                     RETURN;
                 EXCEPTION WHEN no_data_found THEN
                     NULL;  -- not taken (STRICT: no row): no lock is kept
@@ -346,7 +354,7 @@ BEGIN
                             END IF;
                         END IF;
                         acquired := true;
-                        RETURN NEXT;
+                        RETURN NEXT ROW(acquired, epoch, expires_at);
                         RETURN;
                     END IF;
                     -- Not inserted: another transaction created the row, or the era
@@ -392,7 +400,7 @@ BEGIN
                     acquired := true;
                     epoch := v_epoch;
                     expires_at := v_expires;
-                    RETURN NEXT;
+                    RETURN NEXT ROW(acquired, epoch, expires_at);
                     RETURN;
                 END IF;
 
@@ -580,7 +588,7 @@ BEGIN
                     PERFORM @extschema@.durable();
                 END IF;
             END IF;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         EXCEPTION WHEN no_data_found THEN
             NULL;  -- not taken (STRICT: no row): no lock is kept
@@ -631,7 +639,7 @@ BEGIN
                     END IF;
                 END IF;
                 acquired := true;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             -- Not inserted: another transaction created the row, or the era
@@ -650,7 +658,7 @@ BEGIN
                 acquired := false;
                 epoch := NULL;
                 expires_at := v_grace;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             v_joined := true;
@@ -663,7 +671,7 @@ BEGIN
             acquired := true;
             epoch := v_epoch;
             expires_at := v_expires;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         END IF;
 
@@ -687,7 +695,7 @@ BEGIN
                 acquired := false;
                 epoch := NULL;
                 expires_at := v_grace;
-                RETURN NEXT;
+                RETURN NEXT ROW(acquired, epoch, expires_at);
                 RETURN;
             END IF;
             v_joined := true;
@@ -699,7 +707,7 @@ BEGIN
         acquired := false;
         epoch := NULL;
         expires_at := NULL;
-        RETURN NEXT;
+        RETURN NEXT ROW(acquired, epoch, expires_at);
         RETURN;
     END LOOP;
 END
@@ -708,12 +716,20 @@ $function$;
 COMMENT ON FUNCTION @extschema@.acquire(text, text, interval, interval) IS
     'acquire(name, owner, ttl, max_wait => NULL): take the lease on name for owner until now + ttl; returns (acquired, epoch, expires_at). Re-acquiring a lease you hold returns it unchanged. With max_wait > 0, waits (READ COMMITTED only) until the lease is free, raising 57014 when the wait runs out.';
 
+
+CREATE TYPE @extschema@.renew_result AS (status text, expires_at timestamptz);
+
+COMMENT ON TYPE @extschema@.renew_result IS
+    'the answer of renew()';
+
 CREATE FUNCTION @extschema@.renew(name text, owner text, epoch bigint, ttl interval)
-RETURNS TABLE (status text, expires_at timestamptz)
+RETURNS SETOF @extschema@.renew_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
+    status     text;
+    expires_at timestamptz;
     v_now     timestamptz;
     v_owner   text;
     v_epoch   bigint;
@@ -806,7 +822,7 @@ BEGIN
                     END IF;
                 END IF;
             END IF;
-            RETURN NEXT;
+            RETURN NEXT ROW(status, expires_at);
             RETURN;
         EXCEPTION WHEN no_data_found THEN
             NULL;  -- not written (STRICT: no row): no lock is kept
@@ -841,12 +857,13 @@ BEGIN
         EXIT WHEN status <> 'ok';  -- ok: it changed between the two; again
     END LOOP;
     expires_at := NULL;
-    RETURN NEXT;
+    RETURN NEXT ROW(status, expires_at);
 END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.renew(text, text, bigint, interval) IS
     'renew(name, owner, epoch, ttl): set the expiry of a lease you hold to now + ttl (may shorten it); returns (status, expires_at) with status ok, not_owner, epoch_mismatch or lapsed. A lapsed lease is not revived.';
+
 
 CREATE FUNCTION @extschema@.release(name text, owner text, epoch bigint)
 RETURNS text
@@ -2139,8 +2156,13 @@ $function$;
 COMMENT ON FUNCTION @extschema@.open_session(text, interval) IS
     'open_session(owner, ttl): a new session for owner, alive until now + ttl; returns (session, expires_at, era: as keep_alive''s). Names acquired under it (session_acquire) are held while it lives; keep_alive renews it, close_session releases every name under it.';
 
+CREATE TYPE @extschema@.keep_alive_result AS (status text, expires_at timestamptz, era bigint, released bigint);
+
+COMMENT ON TYPE @extschema@.keep_alive_result IS
+    'the answer of keep_alive()';
+
 CREATE FUNCTION @extschema@.keep_alive(session bigint, owner text)
-RETURNS TABLE (status text, expires_at timestamptz, era bigint, released bigint)
+RETURNS SETOF @extschema@.keep_alive_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -2149,17 +2171,17 @@ DECLARE
 BEGIN
     -- One row, whatever the number of names; committed at the session's
     -- own synchronous_commit, as a renewal.
-    UPDATE @extschema@.sessions AS s
+    RETURN QUERY UPDATE @extschema@.sessions AS s
        SET expires_at = (((clock_timestamp() AT TIME ZONE 'UTC') + s.ttl) AT TIME ZONE 'UTC')
      WHERE s.id = keep_alive.session AND s.owner = keep_alive.owner AND s.expires_at > clock_timestamp()
        AND (@extschema@.limit_ttl() IS NULL OR s.ttl <= @extschema@.limit_ttl())
-    RETURNING 'ok', s.expires_at, s.released INTO status, expires_at, released;
+    -- The era's first epoch (NULL before this run of the server has
+    -- entered one), folded into the plan: a holder that sees it change
+    -- checks that the server still has its names (a failover or a restore
+    -- can have lost a grant, not the session). The row goes straight to
+    -- the answer.
+    RETURNING 'ok'::text, s.expires_at, @extschema@.era_first(@extschema@.era_mark()), s.released;
     IF FOUND THEN
-        -- The era's first epoch (NULL before this run of the server has
-        -- entered one), folded into the plan: a holder that sees it change
-        -- checks that the server still has its names (a failover or a
-        -- restore can have lost a grant, not the session).
-        era := @extschema@.era_first(@extschema@.era_mark());
         -- (without a maximum there is no grace: durable, as a renewal)
         IF @extschema@.limit_ttl() IS NULL THEN
             IF current_setting('synchronous_commit') || @extschema@.database_floor() || coalesce(current_setting('lease.synchronous_commit', true), '')
@@ -2172,7 +2194,6 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-        RETURN NEXT;
         RETURN;
     END IF;
     SELECT s.ttl INTO v_ttl FROM @extschema@.sessions AS s
@@ -2186,9 +2207,7 @@ BEGIN
     -- no live session of this id and owner (lapsed, closed, purged, or
     -- none): lapsed, one answer for all (0.5.1; 0.5.0 said not_owner for
     -- another owner's, which told a caller that the id was in use)
-    status := 'lapsed';
-    expires_at := NULL;
-    RETURN NEXT;
+    RETURN QUERY SELECT 'lapsed'::text, NULL::timestamptz, NULL::bigint, NULL::bigint;
 END
 $function$;
 
@@ -2251,11 +2270,15 @@ COMMENT ON FUNCTION @extschema@.close_session(bigint, text) IS
     'close_session(session, owner): end the session; while it lives, every name under it is released as release() releases one; returns (status, released) with status ok or lapsed (also for an id of another owner''s: one answer, so that ids cannot be probed) and the count of names released.';
 
 CREATE FUNCTION @extschema@.session_acquire(session bigint, owner text, name text, max_wait interval DEFAULT NULL)
-RETURNS TABLE (acquired boolean, epoch bigint, expires_at timestamptz)
+RETURNS SETOF @extschema@.acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
+<<session_acquire>>  -- (its answer, session_acquire.epoch, beside its arguments)
 DECLARE
+    acquired   boolean;
+    epoch      bigint;
+    expires_at timestamptz;
     v_ttl   interval;
     v_other bigint;  -- the session another holding of the name is under
 BEGIN
@@ -2299,7 +2322,7 @@ BEGIN
             acquired := false;
             epoch := NULL;
             expires_at := NULL;
-            RETURN NEXT;
+            RETURN NEXT ROW(acquired, epoch, expires_at);
             RETURN;
         END IF;
         -- durable, as the grant: a lost move would leave the name to its
@@ -2316,7 +2339,7 @@ BEGIN
     ELSE
         epoch := NULL;
     END IF;
-    RETURN NEXT;
+    RETURN NEXT ROW(acquired, epoch, expires_at);
 END
 $function$;
 
