@@ -35,7 +35,7 @@ var mutants = []mutant{
 	// a keep-alive that gives up at the first failed renewal loses a
 	// lease whose TTL outlasts the server's restart (and a failover:
 	// TestPatroniFailover, which takes six times as long)
-	{"giveup", []edit{{"keeper.go",
+	{"giveup", []edit{{"session.go",
 		"\tdefault:\n\t\t// transient (or a renewal not known to be durable): again soon",
 		"\tcase true:\n\t\tk.lose(\"renewal failed\", err)\n\tdefault:"}},
 		"TestKeepAliveAcrossRestart", "the lease was lost across the restart", nil},
@@ -46,34 +46,34 @@ var mutants = []mutant{
 		"TestCancelledWaitSettled", "the grant was not settled by inspect", nil},
 	// a deadline counted from the reply, not from the send
 	{"replyclock", []edit{
-		{"keeper.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
-		{"keeper.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
+		{"session.go", "\tk.deadline = sent.Add(c.cfg.TTL - c.cfg.Margin)", "\tk.deadline = time.Now().Add(c.cfg.TTL - c.cfg.Margin)"},
+		{"session.go", "\tk.deadline = sent.Add(k.c.cfg.TTL - k.c.cfg.Margin)", "\tk.deadline = time.Now().Add(k.c.cfg.TTL - k.c.cfg.Margin)"}},
 		"TestDeadlineFromSend", "counted from the reply, not from the send", nil},
 	// keep-alives at the connection's synchronous_commit (on): each one
 	// waits for a synchronous standby, and a standby that stops answering
 	// ends every lease
-	{"keepaliveflush", []edit{{"keeper.go", "\t\tb.Queue(keepAliveOffSQL)\n", ""}},
+	{"keepaliveflush", []edit{{"session.go", "\t\tb.Queue(keepAliveOffSQL)\n", ""}},
 		"TestKeepAliveNeedsNoStandby", "lost while the synchronous standby did not answer", nil},
 	// the era check that looks only at the names the client holds: a
 	// release the fault lost stays held by the session
-	{"lostrelease", []edit{{"keeper.go", "\t\tif k.c.byName[name] == nil && !k.c.acquiring[name] {", "\t\tif false {"}},
+	{"lostrelease", []edit{{"session.go", "\t\tif k.c.byName[name] == nil && !k.c.acquiring[name] {", "\t\tif false {"}},
 		"TestLostReleaseUndone", "is still the session's", nil},
 	// the keep-alive's count of released names unread: a name another
 	// session released stays believed
-	{"releasedunread", []edit{{"keeper.go", "released != nil && *released > k.released.Load()", "released != nil && false"}},
+	{"releasedunread", []edit{{"session.go", "released != nil && *released > k.released.Load()", "released != nil && false"}},
 		"TestNamesCheckedWhenReleasedBehind", "is still believed at its deadline", nil},
 	// a grant answered after the check of the session's names took its
 	// list of leases, left unchecked (finding 8)
-	{"inflightunchecked", []edit{{"keeper.go", "recheck = !k.looked.IsZero() && l.sent.Before(k.looked)", "recheck = false"}},
+	{"inflightunchecked", []edit{{"session.go", "recheck = !k.looked.IsZero() && l.sent.Before(k.looked)", "recheck = false"}},
 		"TestGrantInFlightCheckedWithTheEra", "nothing checked it", nil},
 	// every grant in flight during a check ended, without a look after
 	// its answer (the client before this one: safe, but a busy session's
 	// first grants after a restart all ended)
-	{"inflightended", []edit{{"keeper.go", "st, err := k.c.inspect(context.Background(), l.Name)", "st, err := state{}, error(nil)"}},
+	{"inflightended", []edit{{"session.go", "st, err := k.c.inspect(context.Background(), l.Name)", "st, err := state{}, error(nil)"}},
 		"TestGrantInFlightCheckedWithTheEra", "the grant committed after the check's read ended", nil},
 	// every keep-alive without an era reads the whole list (0.5.0's
 	// client, finding 9)
-	{"nilalwayschecks", []edit{{"keeper.go", "era == nil && k.touchedSinceLook()", "era == nil"}},
+	{"nilalwayschecks", []edit{{"session.go", "era == nil && k.touchedSinceLook()", "era == nil"}},
 		"TestOneCheckAfterACleanRestart", "want 1", nil},
 	// the release under the session not recorded: a restart that left no
 	// era again is not checked for it
@@ -93,7 +93,7 @@ var mutants = []mutant{
 		"TestCutDuringCall", "cut-slow: ", nil},
 	// no deadline: a partitioned holder's function runs on after the
 	// server has given the name to another
-	{"nodeadline", []edit{{"keeper.go", "func (k *keeper) deadlinePassed() { k.lose(\"deadline\", k.lastErr()) }", "func (k *keeper) deadlinePassed() {}"}},
+	{"nodeadline", []edit{{"session.go", "func (k *keeper) deadlinePassed() { k.lose(\"deadline\", k.lastErr()) }", "func (k *keeper) deadlinePassed() {}"}},
 		"TestRunsDoNotOverlap", "the two functions overlap", nil},
 	// renewals on the calls' connection, behind a long call
 	{"oneconn", []edit{{"client.go", "\tc.keep = newSlot(pc, cfg.CallTimeout, renewGrace)", "\tc.keep = c.calls"}},
@@ -103,18 +103,18 @@ var mutants = []mutant{
 	{"timeronly", []edit{{"lease.go", "\tif l.k.passed() {\n\t\tl.k.deadlinePassed()", "\tif false {\n\t\tl.k.deadlinePassed()"}},
 		"TestPausedHolderSeesItsLoss", "acted after its deadline", nil},
 	// an observer that sleeps after a release until PollMax
-	{"slowobserver", []edit{{"elect.go", "\t\t\t\twait = fast\n", "\t\t\t\t_ = fast\n"}},
+	{"slowobserver", []edit{{"election.go", "\t\t\t\twait = fast\n", "\t\t\t\t_ = fast\n"}},
 		"TestObserversSeeEveryLeader", "missed leaders", nil},
 	// a Close that leaves the leases to lapse
 	{"closelapses", []edit{{"client.go", "func (c *Client) Close() error { return c.close(true) }", "func (c *Client) Close() error { return c.close(false) }"}},
 		"TestCloseReleases", "still holds", nil},
 	// a session's keep-alive that does not check its names when the
 	// server's era changes: a grant lost in a failover stays believed
-	{"noeracheck", []edit{{"keeper.go", "(!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {", "false {"}},
+	{"noeracheck", []edit{{"session.go", "(!sameEra(era, k.era) || era == nil && k.touchedSinceLook()) {", "false {"}},
 		"TestNamesCheckedWhenTheEraChanges", "still believed", nil},
 	// a Release that fails under a session and is not tried again: the
 	// session's keep-alives keep the name held
-	{"noleftovers", []edit{{"keeper.go", "\t\tk.c.releaseLeftovers(k)\n", ""}},
+	{"noleftovers", []edit{{"session.go", "\t\tk.c.releaseLeftovers(k)\n", ""}},
 		"TestFailedReleaseRetried", "still held", nil},
 	// acquires of a name under the session not kept apart: the session
 	// gives its own name back with its epoch
