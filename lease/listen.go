@@ -33,12 +33,7 @@ type listener struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	closed bool
-	// polling only: the extension has no lease.watch (before 0.4.0)
-	noWatch bool
 }
-
-// errNoWatch: the database's pg_lease is older than lease.watch.
-var errNoWatch = errors.New("pg_lease has no lease.watch (it came in 0.4.0): this client's waits poll; after ALTER EXTENSION pg_lease UPDATE, clients made anew wake at each release")
 
 func newListener(pc *pgx.ConnConfig, c Config, log *slog.Logger) *listener {
 	cfg := pc.Copy()
@@ -64,7 +59,7 @@ func newListener(pc *pgx.ConnConfig, c Config, log *slog.Logger) *listener {
 func (l *listener) watch(ctx context.Context, name string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	l.mu.Lock()
-	if l.closed || l.noWatch {
+	if l.closed {
 		l.mu.Unlock()
 		return ch
 	}
@@ -124,16 +119,6 @@ func (l *listener) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := l.listenOnce(ctx)
 		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, errNoWatch) {
-			l.log.Warn("pg_lease: " + err.Error())
-			l.mu.Lock()
-			l.noWatch = true
-			for name := range l.tried {
-				l.triedNow(name)
-			}
-			l.mu.Unlock()
 			return
 		}
 		l.log.Warn("pg_lease: the notification connection failed; waiters poll until it is back", "err", err)
@@ -246,8 +231,6 @@ func (l *listener) sync(ctx context.Context, conn *pgx.Conn, watched map[string]
 		err := call(func(ctx context.Context) error { return conn.QueryRow(ctx, watchSQL, name).Scan(&ok) })
 		var pe *pgconn.PgError
 		switch {
-		case errors.As(err, &pe) && pe.Code == "42883":
-			return false, errNoWatch
 		case errors.As(err, &pe):
 			l.log.Warn("pg_lease: cannot watch the name; its waiters poll", "name", name, "err", err)
 			watched[name] = false // refused: not tried again on this connection
