@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/pgtest"
-	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
 
@@ -35,15 +31,10 @@ var major = flag.Int("clienttest.major", 0, "run on the pinned server build of t
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()
-	testenv.Server(t)
 	ctx := context.Background()
 	var srv *pgserver.Server
 	if *major == 0 {
-		var err error
-		if srv, _, err = pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { srv.Stop() })
+		srv, _ = pgtest.Local(t)
 	} else {
 		srv = pgtest.Pinned(t, *major)
 	}

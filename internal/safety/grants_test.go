@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 )
 
 // carryBlock is the update script's carry of one replaced function's
@@ -63,11 +63,7 @@ func TestUpdateKeepsTheOperatorsGrants(t *testing.T) {
 		}},
 	}
 	for _, v := range variants {
-		remove, err := pgserver.InstallCopy(model.PgLease, pglease.Files, inst, v.ext, model.PgLease.UpdateScript(from, to), v.edit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(remove)
+		pgtest.Variant(t, inst, v.ext, model.PgLease.UpdateScript(from, to), v.edit)
 		broken := updateWithGrants(t, srv, v.db, v.ext, from, to)
 		if len(broken) == 0 {
 			t.Fatalf("the update %s kept every privilege: the test proves nothing", v.what)

@@ -2,30 +2,20 @@ package safety
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
-// server starts a throwaway server of the local installation (Debian's
-// PostgreSQL 15, which make deps installs) with pg_lease installed in it.
-func server(t testing.TB) (*pgserver.Server, pgserver.Install) {
-	t.Helper()
-	testenv.Server(t)
-	srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	return srv, inst
-}
+// server starts a throwaway server of the local installation with
+// pg_lease installed in it.
+func server(t testing.TB) (*pgserver.Server, pgserver.Install) { return pgtest.Local(t) }
 
 // database creates a database with pg_lease (or another extension) in it,
 // fencing only (testenv.FencingOnly), and returns its DSN.
@@ -67,11 +57,7 @@ func mustExec(t testing.TB, dsn string, sqls ...string) {
 // variant installs pg_lease with edited install script as extension name.
 func variant(t testing.TB, inst pgserver.Install, name string, edit func(string) string) {
 	t.Helper()
-	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, name, func(s string) (string, error) { return edit(s), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
+	pgtest.Variant(t, inst, name, model.PgLease.ScriptFile(), func(s string) (string, error) { return edit(s), nil })
 }
 
 // connectAs connects to dsn as role (the throwaway servers trust their

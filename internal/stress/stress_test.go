@@ -3,7 +3,6 @@ package stress
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,26 +10,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/era"
 	"github.com/pglease/pglease-gen/internal/leaseclient"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
-	"github.com/pglease/pglease-gen/internal/testenv"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 )
 
 // server starts a throwaway local server with pg_lease installed in the
-// installation (Debian's PostgreSQL 15, which make deps installs).
-func server(t *testing.T) (*pgserver.Server, pgserver.Install) {
-	t.Helper()
-	testenv.Server(t)
-	srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	return srv, inst
-}
+// installation.
+func server(t *testing.T) (*pgserver.Server, pgserver.Install) { return pgtest.Local(t) }
 
 func exec(t *testing.T, dsn string, sqls ...string) {
 	t.Helper()
@@ -112,11 +101,7 @@ func TestCheckerCatchesBrokenVariants(t *testing.T) {
 	for _, v := range Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			ext := "pg_lease_" + v.Name
-			remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, ext, v.Apply)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(remove)
+			pgtest.Variant(t, inst, ext, model.PgLease.ScriptFile(), v.Apply)
 			exec(t, srv.DSN("postgres"), "CREATE DATABASE "+v.Name)
 			dsn := srv.DSN(v.Name)
 			exec(t, dsn, "CREATE EXTENSION "+ext)
