@@ -52,8 +52,8 @@ func TestUpdateKeepsTheOperatorsGrants(t *testing.T) {
 			return carryBlock.ReplaceAllString(s, "\n$1\n"), nil // (the old function dropped, as it is)
 		}},
 		{"pg_lease_initprivs", "grants_initprivs", "carrying, but into pg_init_privs too", func(s string) (string, error) {
-			for _, e := range [][2]string{{"IF v_script IS NULL THEN\n        DELETE", "IF false THEN\n        DELETE"},
-				{"ELSE\n        UPDATE pg_catalog.pg_init_privs", "ELSIF false THEN\n        UPDATE pg_catalog.pg_init_privs"}} {
+			for _, e := range [][2]string{{"IF v_script IS NULL THEN\n            DELETE", "IF false THEN\n            DELETE"},
+				{"ELSE\n            UPDATE pg_catalog.pg_init_privs", "ELSIF false THEN\n            UPDATE pg_catalog.pg_init_privs"}} {
 				if n, carries := strings.Count(s, e[0]), len(carryBlock.FindAllString(s, -1)); n != carries {
 					return "", fmt.Errorf("the update script changed: %q %d times, want once in each of its %d carries", e[0], n, carries)
 				}

@@ -1037,32 +1037,30 @@ DECLARE
 BEGIN
     SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
     SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
-    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
-        -- (nobody changed them)
-        DROP FUNCTION @extschema@.acquire_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval);
-        RETURN;
-    END IF;
-    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
-    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
-    END LOOP;
-    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                   GROUP BY a.grantee LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
-                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-    -- (the GRANTs of an extension's script are its initial privileges:
-    -- back to the script's own)
-    IF v_script IS NULL THEN
-        DELETE FROM pg_catalog.pg_init_privs AS i
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    ELSE
-        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    -- (nothing to carry where nobody changed them)
+    IF (v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script) IS NOT TRUE THEN
+        v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+        FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                       GROUP BY a.grantee LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                      CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- (the GRANTs of an extension's script are its initial privileges:
+        -- back to the script's own)
+        IF v_script IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs AS i
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        END IF;
     END IF;
     DROP FUNCTION @extschema@.acquire_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.interval);
 END
@@ -1227,32 +1225,30 @@ DECLARE
 BEGIN
     SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
     SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
-    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
-        -- (nobody changed them)
-        DROP FUNCTION @extschema@.renew_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval);
-        RETURN;
-    END IF;
-    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
-    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
-    END LOOP;
-    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                   GROUP BY a.grantee LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
-                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-    -- (the GRANTs of an extension's script are its initial privileges:
-    -- back to the script's own)
-    IF v_script IS NULL THEN
-        DELETE FROM pg_catalog.pg_init_privs AS i
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    ELSE
-        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    -- (nothing to carry where nobody changed them)
+    IF (v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script) IS NOT TRUE THEN
+        v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+        FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                       GROUP BY a.grantee LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                      CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- (the GRANTs of an extension's script are its initial privileges:
+        -- back to the script's own)
+        IF v_script IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs AS i
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        END IF;
     END IF;
     DROP FUNCTION @extschema@.renew_0_5_0(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.interval);
 END
@@ -1366,32 +1362,30 @@ DECLARE
 BEGIN
     SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
     SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
-    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
-        -- (nobody changed them)
-        DROP FUNCTION @extschema@.set_max_ttl_0_5_0(pg_catalog.interval);
-        RETURN;
-    END IF;
-    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
-    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
-    END LOOP;
-    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                   GROUP BY a.grantee LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
-                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-    -- (the GRANTs of an extension's script are its initial privileges:
-    -- back to the script's own)
-    IF v_script IS NULL THEN
-        DELETE FROM pg_catalog.pg_init_privs AS i
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    ELSE
-        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    -- (nothing to carry where nobody changed them)
+    IF (v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script) IS NOT TRUE THEN
+        v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+        FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                       GROUP BY a.grantee LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                      CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- (the GRANTs of an extension's script are its initial privileges:
+        -- back to the script's own)
+        IF v_script IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs AS i
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        END IF;
     END IF;
     DROP FUNCTION @extschema@.set_max_ttl_0_5_0(pg_catalog.interval);
 END
@@ -1578,32 +1572,30 @@ DECLARE
 BEGIN
     SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
     SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
-    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
-        -- (nobody changed them)
-        DROP FUNCTION @extschema@.keep_alive_0_5_0(pg_catalog.int8, pg_catalog.text);
-        RETURN;
-    END IF;
-    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
-    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
-    END LOOP;
-    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                   GROUP BY a.grantee LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
-                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-    -- (the GRANTs of an extension's script are its initial privileges:
-    -- back to the script's own)
-    IF v_script IS NULL THEN
-        DELETE FROM pg_catalog.pg_init_privs AS i
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    ELSE
-        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    -- (nothing to carry where nobody changed them)
+    IF (v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script) IS NOT TRUE THEN
+        v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+        FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                       GROUP BY a.grantee LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                      CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- (the GRANTs of an extension's script are its initial privileges:
+        -- back to the script's own)
+        IF v_script IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs AS i
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        END IF;
     END IF;
     DROP FUNCTION @extschema@.keep_alive_0_5_0(pg_catalog.int8, pg_catalog.text);
 END
@@ -1931,32 +1923,30 @@ DECLARE
 BEGIN
     SELECT p.proowner, p.proacl INTO v_owner, v_script FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_new;
     SELECT p.proacl INTO v_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) v_old;
-    IF v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script THEN
-        -- (nobody changed them)
-        DROP FUNCTION @extschema@.session_acquire_0_5_0(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval);
-        RETURN;
-    END IF;
-    v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
-    FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
-    END LOOP;
-    FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
-                   WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                   GROUP BY a.grantee LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
-                                  CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
-                                  CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-    -- (the GRANTs of an extension's script are its initial privileges:
-    -- back to the script's own)
-    IF v_script IS NULL THEN
-        DELETE FROM pg_catalog.pg_init_privs AS i
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    ELSE
-        UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
-         WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    -- (nothing to carry where nobody changed them)
+    IF (v_acl IS NULL AND v_script IS NULL OR v_acl OPERATOR(pg_catalog.=) v_script) IS NOT TRUE THEN
+        v_acl := coalesce(v_acl, pg_catalog.acldefault('f', v_owner));
+        FOR v_item IN SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(coalesce(v_script, pg_catalog.acldefault('f', v_owner))) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END);
+        END LOOP;
+        FOR v_item IN SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable FROM pg_catalog.aclexplode(v_acl) AS a
+                       WHERE a.grantee OPERATOR(pg_catalog.<>) v_owner AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                       GROUP BY a.grantee LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_new::pg_catalog.regprocedure,
+                                      CASE WHEN v_item.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE v_item.grantee::pg_catalog.regrole::pg_catalog.text END,
+                                      CASE WHEN v_item.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        -- (the GRANTs of an extension's script are its initial privileges:
+        -- back to the script's own)
+        IF v_script IS NULL THEN
+            DELETE FROM pg_catalog.pg_init_privs AS i
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        ELSE
+            UPDATE pg_catalog.pg_init_privs AS i SET initprivs = v_script
+             WHERE i.objoid OPERATOR(pg_catalog.=) v_new AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+        END IF;
     END IF;
     DROP FUNCTION @extschema@.session_acquire_0_5_0(pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.interval);
 END
