@@ -318,7 +318,8 @@ AB_MAJOR ?= 15
 # Rounds of alternating pairs, and each phase's length: on this machine
 # (2 cores shared with the clients) a 2 s phase reads its flushes' luck
 # as much as the code (identical scripts move by 10 % a round), 5 s ones
-# about half as much.
+# about half as much. BENCH_AB_ONLY=<part of a workload's name> runs the
+# workloads that match (BENCH_IR_ONLY, the same for bench-ir).
 AB_ROUNDS ?= 8
 AB_PHASE ?= 5s
 bench-ab:

@@ -75,6 +75,19 @@ func abBench(ctx context.Context, o options, names []string, work string) (strin
 	}
 	ratios := map[string][]float64{}
 	cpus := map[string][]float64{}
+	// BENCH_AB_ONLY: the rows whose names contain it (all when unset)
+	if only := os.Getenv("BENCH_AB_ONLY"); only != "" {
+		var kept []row
+		for _, r := range rows {
+			if strings.Contains(r.name, only) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			return "", fmt.Errorf("BENCH_AB_ONLY=%q names no workload", only)
+		}
+		rows = kept
+	}
 	for round := range o.rounds {
 		for _, r := range rows {
 			runOld := r.runOld
@@ -134,7 +147,7 @@ func startWithBaseline(ctx context.Context, o options, work string) (*benchServe
 	if err != nil {
 		return nil, nil, err
 	}
-	remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, s.srv.Install, "pg_lease_base", func(string) (string, error) { return string(base), nil })
+	remove, err := pgserver.InstallCopy(model.PgLease, pglease.Files, s.srv.Install, "pg_lease_base", model.PgLease.ScriptFile(), func(string) (string, error) { return string(base), nil })
 	if err != nil {
 		s.Stop()
 		return nil, nil, err

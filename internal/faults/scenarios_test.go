@@ -6,13 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 )
 
 // A Variant is the extension a run installs: the newest as shipped, an
@@ -30,7 +31,7 @@ type Variant struct {
 	// Extension is the name of a copy installed with Edits applied to
 	// the newest install script ("" for pg_lease itself).
 	Extension string
-	Edits     []string
+	Edits     []pgtest.Edit
 	// Client: the clients go through the Go client package (lease)
 	// instead of calling the functions themselves.
 	Client bool
@@ -68,13 +69,13 @@ var (
 		// (the statements that join era_now as "AS c", acquire's and
 		// era_first()'s and era_last()'s, not enter_era's, and the band
 		// acquire's other statements were planned with)
-		Edits: []string{"FROM @extschema@.era_now AS c\n",
+		Edits: []pgtest.Edit{{Old: "FROM @extschema@.era_now AS c\n", Times: 14,
 			// (a row for each database: the statements keep their own)
-			"FROM (SELECT pg_catalog.pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch, " +
-				"d.oid AS database_oid, NULL::timestamptz AS grace_until FROM pg_catalog.pg_database AS d) AS c\n",
-			"@extschema@.era_first(@extschema@.era_mark())", "1::bigint",
-			"@extschema@.era_grace(@extschema@.era_mark())", "NULL::timestamptz",
-			"@extschema@.era_last(@extschema@.era_mark())", "9223372036854775807::bigint"}}
+			New: "FROM (SELECT pg_catalog.pg_postmaster_start_time() AS boot, 1::bigint AS first_epoch, 9223372036854775807::bigint AS last_epoch, " +
+				"d.oid AS database_oid, NULL::timestamptz AS grace_until FROM pg_catalog.pg_database AS d) AS c\n"},
+			{Old: "@extschema@.era_first(@extschema@.era_mark())", New: "1::bigint", Times: 14},
+			{Old: "@extschema@.era_grace(@extschema@.era_mark())", New: "NULL::timestamptz", Times: 12},
+			{Old: "@extschema@.era_last(@extschema@.era_mark())", New: "9223372036854775807::bigint", Times: 6}}}
 )
 
 // shortMax sets 0.5.0's maximum TTL to the workload's longest TTL (see
@@ -960,15 +961,7 @@ func Run(ctx context.Context, o Options, s Scenario, v Variant) (r Result) {
 		return r
 	}
 	if v.Extension != "" {
-		remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, v.Extension, func(script string) (string, error) {
-			for i := 0; i+1 < len(v.Edits); i += 2 {
-				if !strings.Contains(script, v.Edits[i]) {
-					return "", fmt.Errorf("variant %s: the script has no %q", v.Name, v.Edits[i])
-				}
-				script = strings.ReplaceAll(script, v.Edits[i], v.Edits[i+1])
-			}
-			return script, nil
-		})
+		remove, err := pgtest.Install(inst, v.Extension, model.PgLease.ScriptFile(), v.Edits...)
 		if err != nil {
 			r.Err = err
 			return r
@@ -1138,4 +1131,19 @@ func queryRow(ctx context.Context, dsn, sql string, dst ...any) error {
 	}
 	defer conn.Close(ctx)
 	return conn.QueryRow(ctx, sql).Scan(dst...)
+}
+
+// TestVariantsStillApply: the edits of the variants that install a copy
+// still find their text in today's install script (the fast tier's
+// check; the runs that show each variant caught are TestScenarios').
+func TestVariantsStillApply(t *testing.T) {
+	script, err := pgtest.Script(model.PgLease.ScriptFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Variant{NoEras} {
+		if _, err := pgtest.Apply(script, v.Edits...); err != nil {
+			t.Errorf("variant %s: %v", v.Name, err)
+		}
+	}
 }

@@ -48,16 +48,11 @@ func StartWithExtension(ctx context.Context, pgConfig string, ext model.Extensio
 	return srv, inst, err
 }
 
-// InstallVariant installs a copy of the extension under another name, its
-// newest install script changed by edit, for tests that need the extension
-// with a bug put in or a part taken out. remove deletes the copy's files.
-func InstallVariant(ext model.Extension, src fs.FS, inst Install, name string, edit func(string) (string, error)) (remove func(), err error) {
-	return InstallCopy(ext, src, inst, name, ext.ScriptFile(), edit)
-}
-
 // InstallCopy installs a copy of the extension under another name: its
 // control file and every script, the script named file (ext's own name
-// for it, e.g. ext.UpdateScript("0.1.0", "0.2.0")) changed by edit. A
+// for it, e.g. ext.UpdateScript("0.1.0", "0.2.0")) changed by edit (a
+// broken variant's edits: pgtest.Install; a baseline's whole script:
+// make bench-ab). A
 // script that names its extension (ALTER EXTENSION pg_lease DROP ...)
 // names the copy instead.
 func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string, edit func(string) (string, error)) (remove func(), err error) {

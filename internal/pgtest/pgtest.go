@@ -64,17 +64,3 @@ func Local(t testing.TB) (*pgserver.Server, pgserver.Install) {
 	t.Cleanup(func() { srv.Stop() })
 	return srv, inst
 }
-
-// Variant installs into inst a copy of pg_lease under name whose script
-// file (model.PgLease.ScriptFile() for the install script) is changed by
-// edit, and removes the copy's files when the test ends. An edit that no
-// longer finds what it changes returns an error: the test fails saying
-// the script changed, never by a variant that quietly equals the script.
-func Variant(t testing.TB, inst pgserver.Install, name, file string, edit func(string) (string, error)) {
-	t.Helper()
-	remove, err := pgserver.InstallCopy(model.PgLease, pglease.Files, inst, name, file, edit)
-	if err != nil {
-		t.Fatalf("variant %s: %v", name, err)
-	}
-	t.Cleanup(remove)
-}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
@@ -20,44 +19,16 @@ import (
 // each class is in dev/eras.md ("Bug classes and the tests that catch
 // them").
 
-// eraVariant is an install script with one bug put in: each edit's old
-// text must occur exactly once (a change to the script that moves it
-// fails here, instead of leaving a variant that equals the script).
-type eraVariant struct {
-	name  string
-	edits [][2]string
-	// all: each edit's old text is replaced wherever it occurs (once at
-	// least), for a bug put into every rendering of one template
-	all bool
-}
-
-func (v eraVariant) install(t *testing.T, inst pgserver.Install) {
-	t.Helper()
-	variant(t, inst, v.name, func(s string) string {
-		for _, e := range v.edits {
-			switch n := strings.Count(s, e[0]); {
-			case v.all && n > 0:
-				s = strings.ReplaceAll(s, e[0], e[1])
-			case n != 1:
-				t.Fatalf("%s: the edit's text %q occurs %d times, not once: the script changed", v.name, e[0], n)
-			default:
-				s = strings.Replace(s, e[0], e[1], 1)
-			}
-		}
-		return s
-	})
-}
-
 // eachOf runs check on a server of its own with the shipped extension and
-// with v; check reports whether it saw two grants of one epoch (or an
+// with the catalogue's variant v (variants_test.go); check reports whether it saw two grants of one epoch (or an
 // epoch below one given before), and must see none with the shipped one
 // and some with the variant.
-func eachOf(t *testing.T, v eraVariant, settings []string, check func(t *testing.T, srv *pgserver.Server, ext string) (bad bool, what string)) {
+func eachOf(t *testing.T, v string, settings []string, check func(t *testing.T, srv *pgserver.Server, ext string) (bad bool, what string)) {
 	testenv.Server(t)
 	for _, c := range []struct {
 		ext  string
 		safe bool
-	}{{model.PgLease.Name, true}, {v.name, false}} {
+	}{{model.PgLease.Name, true}, {v, false}} {
 		t.Run(c.ext, func(t *testing.T) {
 			srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, settings...)
 			if err != nil {
@@ -65,7 +36,7 @@ func eachOf(t *testing.T, v eraVariant, settings []string, check func(t *testing
 			}
 			t.Cleanup(func() { srv.Stop() })
 			if !c.safe {
-				v.install(t, inst)
+				installVariant(t, inst, v)
 			}
 			bad, what := check(t, srv, c.ext)
 			switch {
@@ -137,11 +108,8 @@ func crashRestart(t *testing.T, srv *pgserver.Server) {
 // of the same system identifier as its own, and continues them as after
 // a crash: into the band the source itself entered after its crash.
 func TestRestoreAfterTheSourceMovedOn(t *testing.T) {
-	v := eraVariant{name: "pg_lease_restore_sysid", edits: [][2]string{{
-		"bool_and(r.system_identifier = v_sysid AND r.database_oid = v_db AND r.home = v_home) AS ours",
-		"bool_and(r.system_identifier = v_sysid) AS ours"}}}
 	ctx := context.Background()
-	eachOf(t, v, nil, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
+	eachOf(t, "pg_lease_restore_sysid", nil, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		// in the server's directory: pg_dump runs as the server's user
 		dump := filepath.Join(srv.Dir, "dump")
 		// in place: the source crashes after the dump and grants in its
@@ -184,11 +152,8 @@ func TestRestoreAfterTheSourceMovedOn(t *testing.T) {
 // The variant continues the installed era whatever the timeline: both
 // servers grant epoch 1.
 func TestPromotedBeforeTheFirstGrant(t *testing.T) {
-	v := eraVariant{name: "pg_lease_promoted_fresh", edits: [][2]string{{
-		" AND v_top.installed AND v_top.timeline = v_tli THEN",
-		" AND v_top.installed THEN"}}}
 	ctx := context.Background()
-	eachOf(t, v, nil, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
+	eachOf(t, "pg_lease_promoted_fresh", nil, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		database(t, srv, "fresh", ext)
 		standby, err := srv.StartStandby(ctx, "", "s1")
 		if err != nil {
@@ -211,11 +176,8 @@ func TestPromotedBeforeTheFirstGrant(t *testing.T) {
 // in the crash (floor session, synchronous_commit off, the WAL writer
 // held back) is given again.
 func TestCrashEndsTheRunsEra(t *testing.T) {
-	v := eraVariant{name: "pg_lease_era_now_logged", edits: [][2]string{{
-		"CREATE UNLOGGED TABLE @extschema@.era_now (",
-		"CREATE TABLE @extschema@.era_now ("}}}
 	ctx := context.Background()
-	eachOf(t, v, []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
+	eachOf(t, "pg_lease_era_now_logged", []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		dsn := database(t, srv, "crashed", ext)
 		mustExec(t, dsn, "SELECT lease.set_floor('session')")
 		grant(t, dsn, "a", "w1", true)
@@ -237,11 +199,8 @@ func TestCrashEndsTheRunsEra(t *testing.T) {
 // second crash loses it, and the same era is entered again, its epochs
 // given twice.
 func TestEraEntryOutlivesTheNextCrash(t *testing.T) {
-	v := eraVariant{name: "pg_lease_entry_unflushed", edits: [][2]string{{
-		"PERFORM set_config('synchronous_commit', 'on', true);\n    END IF;\n    PERFORM pg_notify('lease_era'",
-		"NULL;\n    END IF;\n    PERFORM pg_notify('lease_era'"}}}
 	ctx := context.Background()
-	eachOf(t, v, []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
+	eachOf(t, "pg_lease_entry_unflushed", []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		dsn := database(t, srv, "crashed", ext)
 		mustExec(t, dsn, "SELECT lease.set_floor('session')")
 		grant(t, dsn, "a", "w1", true)

@@ -2,12 +2,8 @@ package safety
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
-
-	pglease "github.com/pglease/pglease-gen"
-	"github.com/pglease/pglease-gen/internal/render"
 )
 
 // CREATE DATABASE ... TEMPLATE copies every file of the template,
@@ -19,28 +15,7 @@ import (
 // band, the same epochs as the template (what the first 0.4.0 did).
 func TestTemplateCloneEntersNewEra(t *testing.T) {
 	srv, inst := server(t)
-	// How the script finds its database's OID, which the variant edits away.
-	thisDatabase, err := render.Block(pglease.Files, "templates/pg_lease.sql.tmpl", "this_database", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	variant(t, inst, "pg_lease_clone_blind", func(s string) string {
-		for _, e := range []struct {
-			old, new string
-			n        int
-		}{
-			{"\n               AND c.database_oid OPERATOR(pg_catalog.=) " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 3}, // era_first, era_last, era_grace
-			{" AND c.database_oid = " + thisDatabase + "\n", "\n", 7},                                                      // acquire's joined statements (with and without the read of sessions), grace()
-			{" AND c.database_oid = " + thisDatabase + " LIMIT 1);", " LIMIT 1);", 4},                                      // acquire's reads of the grace
-			{" AND v_now.database_oid = v_db", "", 3},                                                                      // enter_era
-		} {
-			if got := strings.Count(s, e.old); got != e.n {
-				t.Fatalf("the variant's edit %q matches %d times, not %d: the script changed", e.old, got, e.n)
-			}
-			s = strings.ReplaceAll(s, e.old, e.new)
-		}
-		return s
-	})
+	installVariant(t, inst, "pg_lease_clone_blind")
 	ctx := context.Background()
 	for _, c := range []struct {
 		ext  string

@@ -19,11 +19,8 @@ import (
 // and the second released. The variant's inline branch does nothing:
 // both changes are lost.
 func TestChangesAtOffOutliveACrash(t *testing.T) {
-	inline := "IN ('offon', 'localon', 'remote_writeon', 'offonon', 'localonon', 'remote_writeonon') THEN"
-	v := eraVariant{name: "pg_lease_floor_not_raised", all: true, edits: [][2]string{{
-		inline, inline + " NULL; ELSIF false THEN"}}}
 	ctx := context.Background()
-	eachOf(t, v, []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
+	eachOf(t, "pg_lease_floor_not_raised", []string{"autovacuum=off"}, func(t *testing.T, srv *pgserver.Server, ext string) (bool, string) {
 		dsn := database(t, srv, "floor", ext)
 		// (b durable; the era entered before the WAL writer stops)
 		conn := connect(t, dsn)

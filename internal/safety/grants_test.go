@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,13 +14,7 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
-	"github.com/pglease/pglease-gen/internal/pgtest"
 )
-
-// carryBlock is the update script's carry of one replaced function's
-// privileges, ending in the old function's DROP (the broken variant keeps
-// only that).
-var carryBlock = regexp.MustCompile(`(?s)\nDO \$carry\$.*?\n    (DROP FUNCTION [^\n]*_0_5_0\([^\n]*\);)\nEND\n\$carry\$;\n`)
 
 // TestUpdateKeepsTheOperatorsGrants: an operator narrows a 0.5.0
 // database's API as docs/extension.md says (EXECUTE taken from PUBLIC on
@@ -41,29 +34,12 @@ func TestUpdateKeepsTheOperatorsGrants(t *testing.T) {
 	// the broken variants: the update without its carries of privileges,
 	// and with them but leaving what pg_dump compares with the carried
 	// privileges (a restore gave PUBLIC its EXECUTE back)
-	variants := []struct {
-		ext, db, what string
-		edit          func(string) (string, error)
-	}{
-		{"pg_lease_nocarry", "grants_nocarry", "without the carry", func(s string) (string, error) {
-			if n := len(carryBlock.FindAllString(s, -1)); n < 2 {
-				return "", fmt.Errorf("the update script has %d carries of privileges, want one per function made again", n)
-			}
-			return carryBlock.ReplaceAllString(s, "\n$1\n"), nil // (the old function dropped, as it is)
-		}},
-		{"pg_lease_initprivs", "grants_initprivs", "carrying, but into pg_init_privs too", func(s string) (string, error) {
-			for _, e := range [][2]string{{"IF v_script IS NULL THEN\n            DELETE", "IF false THEN\n            DELETE"},
-				{"ELSE\n            UPDATE pg_catalog.pg_init_privs", "ELSIF false THEN\n            UPDATE pg_catalog.pg_init_privs"}} {
-				if n, carries := strings.Count(s, e[0]), len(carryBlock.FindAllString(s, -1)); n != carries {
-					return "", fmt.Errorf("the update script changed: %q %d times, want once in each of its %d carries", e[0], n, carries)
-				}
-				s = strings.ReplaceAll(s, e[0], e[1])
-			}
-			return s, nil
-		}},
+	variants := []struct{ ext, db, what string }{ // (variants_test.go)
+		{"pg_lease_nocarry", "grants_nocarry", "without the carry"},
+		{"pg_lease_initprivs", "grants_initprivs", "carrying, but into pg_init_privs too"},
 	}
 	for _, v := range variants {
-		pgtest.Variant(t, inst, v.ext, model.PgLease.UpdateScript(from, to), v.edit)
+		installVariant(t, inst, v.ext)
 		broken := updateWithGrants(t, srv, v.db, v.ext, from, to)
 		if len(broken) == 0 {
 			t.Fatalf("the update %s kept every privilege: the test proves nothing", v.what)

@@ -54,12 +54,6 @@ func mustExec(t testing.TB, dsn string, sqls ...string) {
 	}
 }
 
-// variant installs pg_lease with edited install script as extension name.
-func variant(t testing.TB, inst pgserver.Install, name string, edit func(string) string) {
-	t.Helper()
-	pgtest.Variant(t, inst, name, model.PgLease.ScriptFile(), func(s string) (string, error) { return edit(s), nil })
-}
-
 // connectAs connects to dsn as role (the throwaway servers trust their
 // local connections).
 func connectAs(t testing.TB, dsn, role string) *pgx.Conn {

@@ -34,6 +34,7 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
@@ -132,12 +133,11 @@ type interval struct {
 // overlapVariant is the extension a run uses.
 type overlapVariant struct {
 	name string
-	ext  string // the extension to create
+	ext  string // the extension to create: pg_lease or a variant of the catalogue (variants_test.go)
 	// version, when set, is the version created (one without a maximum:
 	// max is not set)
 	version string
-	max     string      // lease.set_max_ttl's argument
-	edits   [][2]string // for a copy of the install script
+	max     string // lease.set_max_ttl's argument
 	// setup runs after CREATE EXTENSION, as the installer
 	setup []string
 	// safe: no two holders may overlap (a broken variant must)
@@ -151,13 +151,10 @@ var (
 	overlapFencing = overlapVariant{name: "no maximum TTL (no grace)", ext: "pg_lease", max: "NULL"}
 	// 0.5.0 without its grace: renewals without a flush, and nothing
 	// waits for the holders a fault made the server forget
-	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'",
-		edits: [][2]string{{"        v_grace := (((clock_timestamp() AT TIME ZONE 'UTC') + @extschema@.grace_length() * 1.01) AT TIME ZONE 'UTC');",
-			"        v_grace := NULL;"}}}
+	overlapNoGrace = overlapVariant{name: "0.5.0 without the grace", ext: "pg_lease_nograce", max: "interval '4 seconds'"}
 	// 0.5.1 with a raise of the maximum that takes effect at once, as
 	// 0.5.0's did
-	overlapRaiseNow = overlapVariant{name: "0.5.1 raising the maximum at once", ext: "pg_lease_raisenow", safe: false,
-		edits: [][2]string{{"AND set_max_ttl.delay > interval '0'", "AND false"}}}
+	overlapRaiseNow = overlapVariant{name: "0.5.1 raising the maximum at once", ext: "pg_lease_raisenow", safe: false}
 )
 
 // overlapFault is what strikes the run.
@@ -463,16 +460,9 @@ func overlapRun(t *testing.T, f overlapFault, v overlapVariant) ([]string, strin
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	if len(v.edits) > 0 {
-		remove, err := pgserver.InstallVariant(model.PgLease, pglease.Files, inst, v.ext, func(s string) (string, error) {
-			for _, e := range v.edits {
-				if n := strings.Count(s, e[0]); n != 1 {
-					return "", fmt.Errorf("%s: the edit's text %q occurs %d times, not once: the script changed", v.ext, e[0], n)
-				}
-				s = strings.Replace(s, e[0], e[1], 1)
-			}
-			return s, nil
-		})
+	if v.ext != model.PgLease.Name {
+		b := catalogued(t, v.ext)
+		remove, err := pgtest.Install(inst, b.name, model.PgLease.ScriptFile(), b.edits...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,7 +101,7 @@ func TestCheckerCatchesBrokenVariants(t *testing.T) {
 	for _, v := range Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			ext := "pg_lease_" + v.Name
-			pgtest.Variant(t, inst, ext, model.PgLease.ScriptFile(), v.Apply)
+			pgtest.Variant(t, inst, ext, model.PgLease.ScriptFile(), v.Edits...)
 			exec(t, srv.DSN("postgres"), "CREATE DATABASE "+v.Name)
 			dsn := srv.DSN(v.Name)
 			exec(t, dsn, "CREATE EXTENSION "+ext)

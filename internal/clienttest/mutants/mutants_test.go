@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -31,6 +32,9 @@ type mutant struct {
 
 type edit struct{ file, old, new string }
 
+// The client's mutants, each with the test that must catch it (the
+// catalogue of the client's promises: a bug its tests should catch, add a
+// mutant here; TestMutantsApply checks the texts without a server).
 var mutants = []mutant{
 	// a keep-alive that gives up at the first failed renewal loses a
 	// lease whose TTL outlasts the server's restart (and a failover:
@@ -137,12 +141,14 @@ func (m mutant) apply(t *testing.T, module, dir string) string {
 			}
 			src = string(b)
 		}
-		// the text must be there once: a change to the client that moves
-		// it fails here, not by a mutant that quietly equals the client
-		if n := strings.Count(src, e.old); n != 1 {
-			t.Fatalf("mutant %s: %s holds the text to replace %d times, not once: %q", m.name, e.file, n, e.old)
+		// the text must be there once (pgtest.Apply's rule, the scripts'
+		// variants' too): a change to the client that moves it fails
+		// here, not by a mutant that quietly equals the client
+		src, err := pgtest.Apply(src, pgtest.Edit{Old: e.old, New: e.new})
+		if err != nil {
+			t.Fatalf("mutant %s: %s: %v", m.name, e.file, err)
 		}
-		files[e.file] = strings.Replace(src, e.old, e.new, 1)
+		files[e.file] = src
 	}
 	replace := map[string]string{}
 	for f, src := range files {
