@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-var updateChangelog = flag.Bool("update-changelog", false, "rewrite CHANGELOG.md from the model's changelog")
 
 // changelogMarkdown is CHANGELOG.md: the project's releases from the
 // model, newest first, each item a bullet wrapped at 80 columns.
@@ -19,7 +17,7 @@ func changelogMarkdown() string {
 	b.WriteString("# Changelog\n\nThe releases of pg_lease, newest first. Rendered from the model\n" +
 		"(`internal/model/package.go`), from which the RPM and Debian changelogs are\n" +
 		"rendered too; a test fails when this file differs\n" +
-		"(`go test ./internal/cli -run TestChangelogIsTheModels -update-changelog`).\n" +
+		"(`go test ./internal/cli -run TestChangelogIsTheModels -update`).\n" +
 		"Upgrading from one version to the next: [docs/upgrading.md](docs/upgrading.md).\n")
 	for _, c := range model.Packages.Changelog {
 		if c.Release != 1 {
@@ -36,13 +34,13 @@ func changelogMarkdown() string {
 // TestChangelogIsTheModels: CHANGELOG.md is the model's changelog.
 func TestChangelogIsTheModels(t *testing.T) {
 	want := changelogMarkdown()
-	if *updateChangelog {
+	if *testenv.Update {
 		if err := os.WriteFile("../../CHANGELOG.md", []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got, err := os.ReadFile("../../CHANGELOG.md")
 	if err != nil || string(got) != want {
-		t.Errorf("CHANGELOG.md differs from the model's changelog (go test ./internal/cli -run TestChangelogIsTheModels -update-changelog): %v", err)
+		t.Errorf("CHANGELOG.md differs from the model's changelog (go test ./internal/cli -run TestChangelogIsTheModels -update): %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // The documents a reader meets: the README and everything in docs/.
@@ -237,8 +237,6 @@ func TestDocsHoldNoRunLog(t *testing.T) {
 	}
 }
 
-var updateDocVersions = flag.Bool("update-doc-versions", false, "rewrite the docs' names of the current version to the model's")
-
 // currentVersion finds the places where the docs name the version a build
 // writes now (an artefact's file name, an image tag, a package's version,
 // what CREATE EXTENSION installs), not a version's history: group 1 is the
@@ -249,7 +247,7 @@ var currentVersion = regexp.MustCompile(`(?:pg_lease-|pg-lease-|pg-lease_|pg_lea
 // TestDocsNameTheCurrentVersion: where the README and docs/ name what a
 // build writes now (pg_lease-X.tar.gz, pg_lease_17-X-1PGSTY.el9, an image
 // tag, CREATE EXTENSION's version), X is the model's default version; with
-// -update-doc-versions the test writes it there.
+// -update the test writes it there.
 func TestDocsNameTheCurrentVersion(t *testing.T) {
 	want := model.PgLease.Version()
 	for _, f := range docFiles(t) {
@@ -268,8 +266,8 @@ func TestDocsNameTheCurrentVersion(t *testing.T) {
 					s, e = m[4], m[5]
 				}
 				if got := l[s:e]; got != want {
-					if !*updateDocVersions {
-						t.Errorf("%s:%d: %q names %s where it means the current version, %s (go test ./internal/cli -run TestDocsNameTheCurrentVersion -update-doc-versions)", filepath.Base(f), i+1, l[m[0]:m[1]], got, want)
+					if !*testenv.Update {
+						t.Errorf("%s:%d: %q names %s where it means the current version, %s (go test ./internal/cli -run TestDocsNameTheCurrentVersion -update)", filepath.Base(f), i+1, l[m[0]:m[1]], got, want)
 					}
 					out.WriteString(l[last:s])
 					out.WriteString(want)
@@ -282,7 +280,7 @@ func TestDocsNameTheCurrentVersion(t *testing.T) {
 				changed = true
 			}
 		}
-		if changed && *updateDocVersions {
+		if changed && *testenv.Update {
 			if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,9 +9,8 @@ import (
 	"testing"
 
 	"github.com/pglease/pglease-gen/internal/model"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-var updateHelp = flag.Bool("update", false, "rewrite testdata/help from the current help texts")
 
 // machineDefaults are the defaults that depend on the machine the help
 // is printed on (its CPUs and architecture), written as placeholders.
@@ -50,7 +48,7 @@ func TestHelpGolden(t *testing.T) {
 			out = d.re.ReplaceAllString(out, d.with)
 		}
 		path := filepath.Join("testdata", "help", file)
-		if *updateHelp {
+		if *testenv.Update {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,15 +15,13 @@ import (
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
-var updateQuickstart = flag.Bool("update-quickstart", false, "rewrite the README quickstart's output from a real server")
-
 // quickstartPrompt starts each statement of the README's quickstart.
 const quickstartPrompt = "app=# "
 
 // TestReadmeQuickstartIsReal runs the README's quickstart, statement by
 // statement, with psql against a fresh database that has the extension's
 // files installed, and compares each output with the one the README
-// shows (-update-quickstart writes them).
+// shows (-update writes them).
 func TestReadmeQuickstartIsReal(t *testing.T) {
 	testenv.Tools(t, "psql") // (the pinned server builds have none)
 	srv := pgtest.Pinned(t, model.PgLease.MaxMajor()-1)
@@ -72,7 +69,7 @@ func TestReadmeQuickstartIsReal(t *testing.T) {
 		for _, g := range strings.Split(strings.TrimRight(string(got), "\n"), "\n") {
 			have = append(have, strings.TrimRight(g, " "))
 		}
-		if *updateQuickstart {
+		if *testenv.Update {
 			out = append(append(out, have...), "")
 			continue
 		}
@@ -83,7 +80,7 @@ func TestReadmeQuickstartIsReal(t *testing.T) {
 	if statements < 5 {
 		t.Fatalf("the quickstart has %d statements: the test runs nothing", statements)
 	}
-	if *updateQuickstart {
+	if *testenv.Update {
 		if err := os.WriteFile("../../README.md", []byte(doc[:start]+strings.Join(out, "\n")+doc[end:]), 0o644); err != nil {
 			t.Fatal(err)
 		}

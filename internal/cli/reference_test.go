@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-var updateReference = flag.Bool("update-reference", false, "rewrite docs/reference.md's signatures and comments from the installed extension's catalog")
 
 const referenceFile = "../../docs/reference.md"
 
@@ -54,7 +52,7 @@ var (
 // heading shows the function's arguments with their defaults, its result
 // columns and its COMMENT exactly as the catalog has them; a heading
 // naming no function, a missing one, or any difference fails
-// (-update-reference rewrites the catalog parts, never the prose).
+// (-update rewrites the catalog parts, never the prose).
 func TestReferenceMatchesTheCatalog(t *testing.T) {
 	srv := pgtest.Pinned(t, model.PgLease.MaxMajor()-1)
 	ctx := context.Background()
@@ -122,30 +120,30 @@ WHERE n.nspname = 'lease' ORDER BY 1`)
 		section := doc[h[1]:end]
 		loc := referenceRegion.FindStringIndex(section)
 		if loc == nil {
-			if *updateReference {
+			if *testenv.Update {
 				out.WriteString(doc[last:h[1]] + "\n\n" + f.region())
 				last = h[1]
 			} else {
-				t.Errorf("reference.md: lease.%s has no <!-- catalog --> part (go test ./internal/cli -run TestReferenceMatchesTheCatalog -update-reference adds it)", name)
+				t.Errorf("reference.md: lease.%s has no <!-- catalog --> part (go test ./internal/cli -run TestReferenceMatchesTheCatalog -update adds it)", name)
 			}
 			continue
 		}
 		got := section[loc[0]:loc[1]]
 		if want := f.region(); got != want {
-			if *updateReference {
+			if *testenv.Update {
 				out.WriteString(doc[last:h[1]+loc[0]] + want)
 				last = h[1] + loc[1]
 				continue
 			}
-			t.Errorf("reference.md: lease.%s differs from the catalog (-update-reference rewrites it):\n--- reference.md\n%s\n--- catalog\n%s", name, got, want)
+			t.Errorf("reference.md: lease.%s differs from the catalog (-update rewrites it):\n--- reference.md\n%s\n--- catalog\n%s", name, got, want)
 		}
 	}
 	for _, name := range public {
 		if !slices.Contains(documented, name) {
-			t.Errorf("lease.%s, which PUBLIC may call, is not in reference.md (add a heading ### lease.%s, then -update-reference)", name, name)
+			t.Errorf("lease.%s, which PUBLIC may call, is not in reference.md (add a heading ### lease.%s, then -update)", name, name)
 		}
 	}
-	if *updateReference && last > 0 {
+	if *testenv.Update && last > 0 {
 		out.WriteString(doc[last:])
 		if err := os.WriteFile(referenceFile, []byte(out.String()), 0o644); err != nil {
 			t.Fatal(err)

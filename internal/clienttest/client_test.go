@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -21,22 +20,22 @@ import (
 
 	"github.com/pglease/pglease-gen/internal/pgserver"
 	"github.com/pglease/pglease-gen/internal/pgtest"
+	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
 
 // major, when set, runs the tests on the pinned server build of that
 // major (make client-majors) instead of this machine's PostgreSQL.
-var major = flag.Int("clienttest.major", 0, "run on the pinned server build of this major instead of PG_CONFIG's")
 
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()
 	ctx := context.Background()
 	var srv *pgserver.Server
-	if *major == 0 {
+	if *testenv.ClientMajor == 0 {
 		srv, _ = pgtest.Local(t)
 	} else {
-		srv = pgtest.Pinned(t, *major)
+		srv = pgtest.Pinned(t, *testenv.ClientMajor)
 	}
 	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE EXTENSION pg_lease"); err != nil {
 		t.Fatal(err)

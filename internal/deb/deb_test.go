@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -263,8 +262,6 @@ func allDistros(o Options) Options {
 	return o
 }
 
-var lintianAll = flag.Bool("deb.lintian-all", false, "TestLintian: lint every major's deb on every release (make lintian), not make test's sample")
-
 // TestLintian lints the pure Go debs: no error and no warning. make test
 // lints a sample that has every release and every major in it (the newest
 // major's deb of each release, and each major's of the first release:
@@ -282,7 +279,7 @@ func TestLintian(t *testing.T) {
 	if len(debs) != len(model.PgLease.Majors)*len(releases) {
 		t.Fatalf("%d debs", len(debs))
 	}
-	if !*lintianAll {
+	if !*testenv.DebLintianAll {
 		newest := model.PgLease.Majors[len(model.PgLease.Majors)-1]
 		debs = slices.DeleteFunc(debs, func(deb string) bool {
 			name := filepath.Base(deb)

@@ -3,7 +3,6 @@ package deb_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,8 +127,6 @@ func TestSourcePackage(t *testing.T) {
 	}
 }
 
-var autopkgtestMajors = flag.String("deb.autopkgtest", "", "TestAutopkgtest: the majors to run autopkgtest on, each in its Debian image (make autopkgtest: 15,17,18,19)")
-
 // TestAutopkgtest runs Debian's autopkgtest on the package of each major
 // that -deb.autopkgtest names, in that major's local Debian image (where
 // Debian ships the major: its own server package from the image's
@@ -139,12 +136,12 @@ var autopkgtestMajors = flag.String("deb.autopkgtest", "", "TestAutopkgtest: the
 // it is dpkg-buildpackage's, member for member). make autopkgtest runs it;
 // make test runs 15 in TestSourcePackage.
 func TestAutopkgtest(t *testing.T) {
-	if *autopkgtestMajors == "" {
+	if *testenv.DebAutopkgtest == "" {
 		t.Skip("make autopkgtest runs it (-deb.autopkgtest=15,17,18,19)")
 	}
 	testenv.Tools(t, "pg_buildext", "autopkgtest", "docker")
 	testenv.Docker(t)
-	eachDebianMajor(t, "-deb.autopkgtest", *autopkgtestMajors, autopkgtestMajor)
+	eachDebianMajor(t, "-deb.autopkgtest", *testenv.DebAutopkgtest, autopkgtestMajor)
 }
 
 // eachDebianMajor runs run on each major of the comma-separated list
@@ -199,8 +196,6 @@ func autopkgtestMajor(t *testing.T, m int, broken bool) {
 	t.Logf("PostgreSQL %d: autopkgtest installcheck PASS", m)
 }
 
-var buildMajors = flag.String("deb.build", "", "TestSourcePackageInImages: the majors whose Debian build image builds the source package (make deb-build: 17,18,19)")
-
 // TestSourcePackageInImages is TestSourcePackage on the other Debian
 // releases: for each major -deb.build names, a plain `dpkg-buildpackage
 // -b -us -uc` of the unpacked tarball in that major's build image
@@ -212,7 +207,7 @@ var buildMajors = flag.String("deb.build", "", "TestSourcePackageInImages: the m
 // the build. make deb-build runs it; make test runs TestSourcePackage (15,
 // this host) only.
 func TestSourcePackageInImages(t *testing.T) {
-	if *buildMajors == "" {
+	if *testenv.DebBuild == "" {
 		t.Skip("make deb-build runs it (-deb.build=17,18,19)")
 	}
 	testenv.Tools(t, "docker")
@@ -222,7 +217,7 @@ func TestSourcePackageInImages(t *testing.T) {
 		// test's: only root can remove what it leaves there
 		t.Skip("run as root: the build in the image writes root's files into the test's directory")
 	}
-	eachDebianMajor(t, "-deb.build", *buildMajors, buildInImage)
+	eachDebianMajor(t, "-deb.build", *testenv.DebBuild, buildInImage)
 }
 
 // buildInImage runs dpkg-buildpackage -b -us -uc on the tarball's tree in

@@ -1,13 +1,14 @@
 package era
 
 import (
-	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
 // The property test of 0.4.0's rule: random histories of grants, crash
@@ -346,11 +347,9 @@ func (h *history04) violation() string {
 	return ""
 }
 
-var manyHistories = flag.Int("era.histories", histories, "how many random histories the 0.4.0 property tests play")
-
 func caught04(t *testing.T, r rule04, breaks func(*history04)) (int, string) {
 	n, first := 0, ""
-	for seed := range uint64(*manyHistories) {
+	for seed := range uint64(manyHistories()) {
 		h := newHistory04(r, seed)
 		if breaks != nil {
 			breaks(h)
@@ -373,7 +372,7 @@ func caught04(t *testing.T, r rule04, breaks func(*history04)) (int, string) {
 // above every earlier grant of its name in its line.
 func TestRule040NeverRepeats(t *testing.T) {
 	if n, first := caught04(t, rule040, nil); n > 0 {
-		t.Fatalf("0.4.0's rule repeats in %d of %d histories; the first, %s", n, *manyHistories, first)
+		t.Fatalf("0.4.0's rule repeats in %d of %d histories; the first, %s", n, manyHistories(), first)
 	}
 }
 
@@ -383,9 +382,9 @@ func TestRule040NeverRepeats(t *testing.T) {
 func TestRule030IsCaught(t *testing.T) {
 	n, first := caught04(t, rule030, nil)
 	if n == 0 {
-		t.Fatalf("0.3.0's rule never repeats in %d histories: the test cannot tell it from 0.4.0's", *manyHistories)
+		t.Fatalf("0.3.0's rule never repeats in %d histories: the test cannot tell it from 0.4.0's", manyHistories())
 	}
-	t.Logf("0.3.0's rule: caught in %d of %d histories; the first, %s", n, *manyHistories, strings.SplitN(first, "\n", 2)[0])
+	t.Logf("0.3.0's rule: caught in %d of %d histories; the first, %s", n, manyHistories(), strings.SplitN(first, "\n", 2)[0])
 }
 
 // TestAssumptions040MarkTheLine: each assumption the docs state is needed.
@@ -401,6 +400,15 @@ func TestAssumptions040MarkTheLine(t *testing.T) {
 		if n == 0 {
 			t.Errorf("without %q 0.4.0's rule never repeated: the assumption is not needed, or the generator misses the case", c.name)
 		}
-		t.Logf("without %s: violations in %d of %d histories", c.name, n, *manyHistories)
+		t.Logf("without %s: violations in %d of %d histories", c.name, n, manyHistories())
 	}
+}
+
+// manyHistories is how many histories the 0.4.0 property tests play:
+// -era.histories, or as many as the shipped rule's.
+func manyHistories() int {
+	if n := *testenv.EraHistories; n > 0 {
+		return n
+	}
+	return histories
 }

@@ -2,22 +2,13 @@ package faults
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pglease/pglease-gen/internal/testenv"
-)
-
-var (
-	only     = flag.String("faults.only", "", "run only the scenarios whose names contain this")
-	duration = flag.Duration("faults.duration", 4*time.Second, "each run's length; the fault comes at half of it")
-	ha       = flag.Bool("faults.ha", true, "run the scenarios whose servers Patroni runs (false where Patroni and etcd are not installed: the Debian images of make failover)")
-	short    = flag.Bool("faults.short", false, "make test's share: each scenario runs the shipped extension and its most specific broken variant (the last it needs), and the floor's variant runs in the first scenario that loses grants without it")
 )
 
 // shortClient is the one scenario whose client variant -faults.short runs
@@ -34,7 +25,7 @@ func TestScenarios(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the fault tests install the extension into the host's PostgreSQL and start servers as postgres: run as root")
 	}
-	o := Options{PgConfig: os.Getenv("PG_CONFIG"), Duration: *duration, Clients: 6, Names: 4}
+	o := Options{PgConfig: os.Getenv("PG_CONFIG"), Duration: *testenv.FaultsDuration, Clients: 6, Names: 4}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
@@ -43,21 +34,21 @@ func TestScenarios(t *testing.T) {
 	}
 	lossShown := false
 	for _, s := range Scenarios {
-		if *only != "" && !strings.Contains(s.Name, *only) {
+		if *testenv.FaultsOnly != "" && !strings.Contains(s.Name, *testenv.FaultsOnly) {
 			continue
 		}
-		if s.Long && *short {
+		if s.Long && *testenv.FaultsShort {
 			t.Logf("left out of the short run: %s (the runs without -faults.short run it: make ha for the Patroni ones)", s.Name)
 			continue
 		}
-		if s.HA && !*ha {
+		if s.HA && !*testenv.FaultsHA {
 			t.Logf("left out here (-faults.ha=false): %s, whose servers Patroni runs", s.Name)
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			variants := []Variant{Shipped}
 			wanted := append(slices.Clone(s.Needs), s.Loses...)
-			if *short {
+			if *testenv.FaultsShort {
 				wanted = nil
 				if len(s.Needs) > 0 {
 					wanted = append(wanted, s.Needs[len(s.Needs)-1])
@@ -67,7 +58,7 @@ func TestScenarios(t *testing.T) {
 					lossShown = true
 				}
 			}
-			if s.Client && (!*short || s.Name == shortClient) {
+			if s.Client && (!*testenv.FaultsShort || s.Name == shortClient) {
 				wanted = append(wanted, ThroughClient)
 			}
 			for _, v := range wanted {

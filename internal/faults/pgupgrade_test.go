@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,8 +41,6 @@ func TestPgUpgrade(t *testing.T) {
 	}
 }
 
-var upgradecluster = flag.Int("faults.upgradecluster", 0, "TestPgUpgradecluster: the major to upgrade to, in its Debian image, from the one that image also offers (make upgrade-ci: 19, from 18)")
-
 // TestPgUpgradecluster moves a cluster from one major to the next as a
 // Debian user does it: both majors' Debian packages installed from the
 // image's repository (NEW, the major -faults.upgradecluster names, and
@@ -56,7 +53,7 @@ var upgradecluster = flag.Int("faults.upgradecluster", 0, "TestPgUpgradecluster:
 // EXTENSION pg_lease UPDATE. It runs in a Debian image whose repository
 // offers both majors (images.UpgradeFrom), as root: it installs packages.
 func TestPgUpgradecluster(t *testing.T) {
-	n := *upgradecluster
+	n := *testenv.UpgradeCluster
 	if n == 0 {
 		t.Skip("make upgrade-ci runs it in the Debian image of 19 (-faults.upgradecluster=19)")
 	}

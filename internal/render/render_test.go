@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/render"
+	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files from the current output")
 
 // TestGolden compares every rendered file, whole, with its golden copy in
 // testdata/golden. Run with -update after an intended change and review
@@ -23,7 +21,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join("testdata", "golden")
-	if *update {
+	if *testenv.Update {
 		if err := render.Write(dir, files); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,8 +23,6 @@ import (
 	"github.com/pglease/pglease-gen/internal/sourcetree"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func options(builder string, when time.Time, majors ...int) Options {
 	if len(majors) == 0 {
@@ -60,7 +57,7 @@ func TestSpecGolden(t *testing.T) {
 	files := build(t, options(PureGo, model.Packages.Released(), 17))
 	got := files[SpecFile(model.PgLease)]
 	golden := filepath.Join("testdata", "golden", SpecFile(model.PgLease))
-	if *update {
+	if *testenv.Update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ package safety
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,8 +37,6 @@ import (
 	"github.com/pglease/pglease-gen/internal/testenv"
 	"github.com/pglease/pglease-gen/lease"
 )
-
-var overlapAll = flag.Bool("overlap.all", false, "TestHoldersNeverOverlap: every fault with 0.5.0 and every broken variant (make overlap; default, make test's share: 0.5.0 in the crash at the floor session and the asynchronous failover, and 0.4.0's behaviour in the failover)")
 
 const (
 	holderEnv = "PGLEASE_SAFETY_HOLDER"
@@ -401,12 +398,12 @@ func pauseKillRestart(t *testing.T, p *pgserver.Server) {
 func TestHoldersNeverOverlap(t *testing.T) {
 	testenv.Server(t)
 	for _, f := range overlapFaults {
-		if !f.sample && !*overlapAll {
+		if !f.sample && !*testenv.OverlapAll {
 			continue
 		}
 		vs := []overlapVariant{overlapShipped}
 		for _, b := range f.variants {
-			if *overlapAll || f.sampleBroken || (b.name == overlapFencing.name && f.standby) {
+			if *testenv.OverlapAll || f.sampleBroken || (b.name == overlapFencing.name && f.standby) {
 				vs = append(vs, b)
 			}
 		}
@@ -418,7 +415,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 				// again: most runs, not every one
 				tries := 1
 				switch {
-				case broken && *overlapAll:
+				case broken && *testenv.OverlapAll:
 					tries = 5
 				case broken:
 					tries = 3
@@ -431,7 +428,7 @@ func TestHoldersNeverOverlap(t *testing.T) {
 					case broken && len(over) == 0 && try < tries:
 						t.Logf("try %d: %s; no overlap this time", try, what)
 						continue
-					case broken && len(over) == 0 && !*overlapAll:
+					case broken && len(over) == 0 && !*testenv.OverlapAll:
 						// make test's share, on a machine whose load left too
 						// few grants in the cut's window to lose one that is
 						// still held: not shown, said so (make overlap
