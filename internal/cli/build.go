@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,7 +122,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	when, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"), pkg)
+	when, err := artifact.SourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"), pkg, time.Now())
 	if err != nil {
 		return err
 	}
@@ -157,7 +155,7 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if c.signKey != "" && c.signWith != "" {
 		return errors.New("--sign-key and --sign-with both name the signing key: keep one (a key file, or gpg:KEYID of gpg's keyring)")
 	}
-	if cmd.Flags().Changed("sign-with") && !strings.HasPrefix(c.signWith, sign.GPGPrefix) {
+	if cmd.Flags().Changed("sign-with") && (!strings.HasPrefix(c.signWith, sign.GPGPrefix) || c.signWith == sign.GPGPrefix) {
 		return fmt.Errorf("--sign-with %q: give %sKEYID, a key of gpg's keyring (gpg --list-secret-keys); a key file goes to --sign-key", c.signWith, sign.GPGPrefix)
 	}
 	signing := c.signKey != "" || c.signWith != ""
@@ -168,20 +166,9 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--repo-url without --sign-key would write %s and %s with signature checks off: sign with --sign-key FILE, or pass --allow-unsigned to mean it",
 			model.PgLease.RepoFile(), model.PgLease.SourcesFileFor("CODENAME"))
 	}
-	var signer *sign.Signer
-	if c.signWith != "" {
-		var pass []byte
-		if v, ok := os.LookupEnv(sign.PassphraseEnv); ok {
-			pass = []byte(v)
-		}
-		if signer, err = sign.LoadGPG(strings.TrimPrefix(c.signWith, sign.GPGPrefix), pass, when, time.Now()); err != nil {
-			return err
-		}
-	}
-	if c.signKey != "" {
-		if signer, err = sign.Load(c.signKey, []byte(os.Getenv(sign.PassphraseEnv)), when); err != nil {
-			return err
-		}
+	signer, err := sign.Open(c.signKey, strings.TrimPrefix(c.signWith, sign.GPGPrefix), when, time.Now())
+	if err != nil {
+		return err
 	}
 	progress := cmd.OutOrStdout()
 	if c.json {
@@ -232,44 +219,8 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 			"signed_by": signedBy,
 		})
 	}
-	w := cmd.OutOrStdout()
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-14s %8s  %-64s  %s\n", "KIND", "BYTES", "SHA256", "FILE")
-	for _, a := range arts {
-		fmt.Fprintf(w, "%-14s %8d  %s  %s\n", a.Kind, a.Size, a.SHA256, filepath.Join(c.out, a.Path))
-	}
-	fmt.Fprintln(w)
-	images := false
-	for _, a := range arts {
-		images = images || strings.HasPrefix(a.Path, artifact.ImagesDir+"/")
-	}
-	for _, line := range nextSteps(c.out, c.repoURL, signer != nil, images) {
-		fmt.Fprintln(w, line)
-	}
+	artifact.Summary(cmd.OutOrStdout(), c.out, c.repoURL, arts, signer != nil)
 	return nil
-}
-
-// nextSteps says what to do with what build wrote (images: whether it
-// made CloudNativePG images).
-func nextSteps(out, repoURL string, signed, images bool) []string {
-	e := model.PgLease
-	where := "the URL you will pass as --repo-url"
-	if repoURL != "" {
-		where = repoURL
-	}
-	lines := []string{
-		"Next:",
-		fmt.Sprintf("  publish %s/ as it is at %s (dnf and apt read the el*/ and apt/ trees; hosts take %s or %s)",
-			out, where, e.RepoFile(), e.SourcesFileFor("CODENAME")),
-		fmt.Sprintf("  upload %s to PGXN; attach %s and SHA256SUMS to the release", filepath.Join(out, e.PGXNZip()), filepath.Join(out, e.Tarball())),
-	}
-	if images {
-		lines = append(lines, fmt.Sprintf("  push the CloudNativePG images in %s/ with skopeo copy --all oci:DIR docker://REGISTRY/IMAGE:TAG", filepath.Join(out, artifact.ImagesDir)))
-	}
-	if !signed {
-		lines = append(lines, "  unsigned: hosts with gpgcheck=1 refuse these packages; build again with --sign-key FILE to publish")
-	}
-	return lines
 }
 
 // settings reads the packager's settings: the file (--config, or the
@@ -350,29 +301,4 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// sourceDateEpoch parses SOURCE_DATE_EPOCH; unset means the newest
-// changelog date of pkg, so that builds are reproducible by default.
-func sourceDateEpoch(s string, pkg model.Packaging) (time.Time, error) {
-	return sourceDateEpochAt(s, pkg, time.Now())
-}
-
-// sourceDateEpochAt is sourceDateEpoch with the clock read as now: a time
-// after now dates the repositories' Release (Date:) and the signatures in
-// the future, which apt refuses as not valid yet, as a release date after
-// now is refused.
-func sourceDateEpochAt(s string, pkg model.Packaging, now time.Time) (time.Time, error) {
-	if s == "" {
-		return pkg.Released(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt32 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds since 1970 (0 to %d)", s, math.MaxInt32)
-	}
-	t := time.Unix(n, 0).UTC()
-	if t.After(now) {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%s (%s) is after now (%s): the repositories and their signatures would be dated in the future, and apt refuses a Release dated ahead of the host's clock; give a time today or earlier (SOURCE_DATE_EPOCH=$(date +%%s))", s, t.Format("2006-01-02 15:04:05 UTC"), now.UTC().Format("2006-01-02 15:04:05 UTC"))
-	}
-	return t, nil
 }

@@ -228,16 +228,6 @@ func TestNoArm64Build14(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errs, "no server build of PostgreSQL 14 for arm64 here") || !strings.Contains(errs, "--image REPO (the tag is 14-arm64)") {
 		t.Errorf("--pg 14,16: exit %d, stderr %q; want exit 2 saying why and what to do", code, errs)
 	}
-	runs, skipped, err := plan([]int{14, 15, 16}, "arm64", "pglease/postgres", true)
-	if err != nil || fmt.Sprint(runs) != "[15 16]" || len(skipped) != 1 || skipped[0].Major != 14 || !strings.Contains(skipped[0].Skipped, "no server build") {
-		t.Errorf("--pg all: run %v, skipped %+v, %v", runs, skipped, err)
-	}
-	if runs, skipped, err := plan([]int{14}, "arm64", "postgres", false); err != nil || fmt.Sprint(runs) != "[14]" || len(skipped) != 0 {
-		t.Errorf("an image of the user's: run %v, skipped %+v, %v", runs, skipped, err)
-	}
-	if runs, _, err := plan([]int{14}, "amd64", "pglease/postgres", false); err != nil || fmt.Sprint(runs) != "[14]" {
-		t.Errorf("amd64: run %v, %v", runs, err)
-	}
 }
 
 func TestBuildWritesPackages(t *testing.T) {

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,10 +18,8 @@ import (
 	"github.com/pglease/pglease-gen/internal/docker"
 	"github.com/pglease/pglease-gen/internal/images"
 	"github.com/pglease/pglease-gen/internal/junit"
-	"github.com/pglease/pglease-gen/internal/layout"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/progress"
-	"github.com/pglease/pglease-gen/internal/render"
 	"github.com/pglease/pglease-gen/internal/runner"
 )
 
@@ -154,44 +149,20 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		if !ok || d.Format != model.RPM {
 			return fmt.Errorf("--distro %s with --rpm: use an EL release (%s)", distro, strings.Join(model.Names(model.OfFormat(model.Distros, model.RPM)), ", "))
 		}
-		repo, err := runner.FindRepo(c.rpm, model.Packages.For(d), arch)
-		if err != nil {
+		if majors, err = opts.FromRPMs(c.rpm, d, majors, cmd.Flags().Changed("image")); err != nil {
 			return err
-		}
-		if !cmd.Flags().Changed("image") {
-			opts.Image = images.EL9Repository
-		}
-		key, err := runner.FindKey(c.rpm, repo, "repodata/repomd.xml.asc", model.PgLease)
-		if err != nil {
-			return err
-		}
-		opts.Layout = layout.PGDG
-		opts.Install = runner.DNFInstall(model.PgLease, repo, key, d)
-		if majors = d.MajorsOf(majors); len(majors) == 0 {
-			return fmt.Errorf("%s gets none of the majors asked for", d.Title())
 		}
 	}
 	if c.deb != "" {
 		if d, ok := model.DistroNamed(c.distro); c.distro != "" && (!ok || d.Format != model.Deb) {
 			return fmt.Errorf("--distro %s with --deb: use a Debian or Ubuntu release (%s), or leave it out for the image's own", c.distro, strings.Join(model.Names(model.OfFormat(model.Distros, model.Deb)), ", "))
 		}
-		repo, err := runner.FindAptRepo(c.deb)
-		if err != nil {
+		if err := opts.FromDebs(c.deb, c.distro, cmd.Flags().Changed("image")); err != nil {
 			return err
 		}
-		if !cmd.Flags().Changed("image") {
-			opts.Image = images.DebianRepository
-		}
-		suites := runner.AptSuites(repo)
-		key, err := runner.FindKey(c.deb, repo, path.Join("dists", suites[0], "InRelease"), model.PgLease)
-		if err != nil {
-			return err
-		}
-		opts.Layout = layout.Debian
-		opts.Install = runner.AptInstall(model.PgLease, repo, key, c.distro)
 	}
 	var skipped []container.MajorResult
-	opts.Majors, skipped, err = plan(majors, arch, opts.Image, strings.TrimSpace(c.pg) == "all")
+	opts.Majors, skipped, err = container.Plan(majors, arch, opts.Image, strings.TrimSpace(c.pg) == "all")
 	if err != nil {
 		return err
 	}
@@ -219,7 +190,7 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 	slices.SortFunc(results, func(a, b container.MajorResult) int { return a.Major - b.Major })
 	container.Report(out, results)
 	if c.junit != "" {
-		if err := writeJUnit(c.junit, container.JUnit(results)); err != nil {
+		if err := junit.WriteFile(c.junit, container.JUnit(results)); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "JUnit report: %s\n", c.junit)
@@ -240,32 +211,4 @@ func (c *testCmd) run(cmd *cobra.Command) error {
 		}
 	}
 	return nil
-}
-
-// plan splits the majors into those to run and those to skip: the local
-// images cannot have a major that has no server build for the
-// architecture, so with --pg all it is skipped, saying why; named, it is
-// an error before anything runs. An image supplied with --image runs
-// whatever it has.
-func plan(majors []int, arch, image string, all bool) (run []int, skipped []container.MajorResult, err error) {
-	if !images.Local(image) {
-		return majors, nil, nil
-	}
-	run, missing, err := images.Buildable(majors, arch, all)
-	for _, m := range missing {
-		skipped = append(skipped, container.MajorResult{Major: m.Major, Image: images.Ref(image, m.Major, arch), Skipped: m.Why.Error()})
-	}
-	return run, skipped, err
-}
-
-func writeJUnit(file string, suites []junit.Suite) error {
-	var buf bytes.Buffer
-	if err := junit.Write(&buf, suites); err != nil {
-		return err
-	}
-	dir, name := filepath.Split(file)
-	if dir == "" {
-		dir = "."
-	}
-	return render.Write(dir, render.Files{name: buf.Bytes()})
 }

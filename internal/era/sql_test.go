@@ -3,16 +3,14 @@ package era_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
-	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/era"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
-	"github.com/pglease/pglease-gen/internal/testenv"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 )
 
 // TestBandCornersInSQL holds the SQL's band arithmetic against the Go
@@ -169,13 +167,8 @@ func TestUpdateFrom020AboveTheBand(t *testing.T) {
 // rendered extension files and returns a connection to a new database db.
 func database(t *testing.T, db string, settings ...string) *pgx.Conn {
 	t.Helper()
-	testenv.Server(t)
 	ctx := context.Background()
-	srv, _, err := pgserver.StartWithExtension(ctx, os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, settings...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	srv, _ := pgtest.Local(t, settings...)
 	if err := pgserver.Exec(ctx, srv.DSN("postgres"), "CREATE DATABASE "+db); err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,15 @@
 package junit
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pglease/pglease-gen/internal/render"
 )
 
 // Suite is a group of cases, e.g. the regress tests on PostgreSQL 17.
@@ -145,4 +149,18 @@ func Write(w io.Writer, suites []Suite) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// WriteFile writes the report to file, whole or not at all (a reader
+// never sees half a report).
+func WriteFile(file string, suites []Suite) error {
+	var buf bytes.Buffer
+	if err := Write(&buf, suites); err != nil {
+		return err
+	}
+	dir, name := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	return render.Write(dir, render.Files{name: buf.Bytes()})
 }

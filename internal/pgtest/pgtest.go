@@ -53,11 +53,12 @@ func Pinned(t testing.TB, major int) *pgserver.Server {
 
 // Local starts a throwaway server of the local installation (PG_CONFIG's,
 // Debian's PostgreSQL 15 where make deps installed it) with pg_lease's
-// files installed in that installation, and stops it when the test ends.
-func Local(t testing.TB) (*pgserver.Server, pgserver.Install) {
+// files installed in that installation and the server settings given
+// ("autovacuum=off", say), and stops it when the test ends.
+func Local(t testing.TB, settings ...string) (*pgserver.Server, pgserver.Install) {
 	t.Helper()
 	testenv.Server(t)
-	srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files)
+	srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, settings...)
 	if err != nil {
 		t.Fatal(err)
 	}

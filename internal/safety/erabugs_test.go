@@ -3,13 +3,12 @@ package safety
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
-	pglease "github.com/pglease/pglease-gen"
 	"github.com/pglease/pglease-gen/internal/model"
 	"github.com/pglease/pglease-gen/internal/pgserver"
+	"github.com/pglease/pglease-gen/internal/pgtest"
 	"github.com/pglease/pglease-gen/internal/testenv"
 )
 
@@ -30,11 +29,7 @@ func eachOf(t *testing.T, v string, settings []string, check func(t *testing.T, 
 		safe bool
 	}{{model.PgLease.Name, true}, {v, false}} {
 		t.Run(c.ext, func(t *testing.T) {
-			srv, inst, err := pgserver.StartWithExtension(context.Background(), os.Getenv("PG_CONFIG"), model.PgLease, pglease.Files, settings...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { srv.Stop() })
+			srv, inst := pgtest.Local(t, settings...)
 			if !c.safe {
 				installVariant(t, inst, v)
 			}

@@ -392,3 +392,25 @@ func expiry(k *packet.PublicKey, sig *packet.Signature) time.Time {
 	}
 	return k.CreationTime.Add(time.Duration(*sig.KeyLifetimeSecs) * time.Second)
 }
+
+// Open loads the key a build signs with: the armored private key in
+// keyFile, or the key gpgID of gpg's keyring (at most one of them), its
+// passphrase, if any, in the environment variable PassphraseEnv. Neither
+// given: nil, an unsigned build. when is the signatures' time, now the
+// clock's (a gpg key must be valid at both).
+func Open(keyFile, gpgID string, when, now time.Time) (*Signer, error) {
+	pass, set := os.LookupEnv(PassphraseEnv)
+	switch {
+	case keyFile != "" && gpgID != "":
+		return nil, errors.New("a key file and a gpg key both given: keep one")
+	case gpgID != "":
+		var p []byte
+		if set {
+			p = []byte(pass)
+		}
+		return LoadGPG(gpgID, p, when, now)
+	case keyFile != "":
+		return Load(keyFile, []byte(pass), when)
+	}
+	return nil, nil
+}

@@ -1,4 +1,4 @@
-package cli
+package artifact
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestSourceDateEpochChecked(t *testing.T) {
 		{"-1", "", "is not a number of seconds since 1970"},
 		{"1.5", "", "is not a number of seconds since 1970"},
 	} {
-		got, err := sourceDateEpochAt(c.in, pkg, now)
+		got, err := SourceDateEpoch(c.in, pkg, now)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%q: %v", c.in, err)
