@@ -155,7 +155,10 @@ func (c *buildCmd) run(cmd *cobra.Command) error {
 	if c.signKey != "" && c.signWith != "" {
 		return errors.New("--sign-key and --sign-with both name the signing key: keep one (a key file, or gpg:KEYID of gpg's keyring)")
 	}
-	if cmd.Flags().Changed("sign-with") && (!strings.HasPrefix(c.signWith, sign.GPGPrefix) || c.signWith == sign.GPGPrefix) {
+	if c.signWith == sign.GPGPrefix {
+		return fmt.Errorf("--sign-with %q names no key: give %sKEYID, a key of gpg's keyring (gpg --list-secret-keys)", c.signWith, sign.GPGPrefix)
+	}
+	if cmd.Flags().Changed("sign-with") && !strings.HasPrefix(c.signWith, sign.GPGPrefix) {
 		return fmt.Errorf("--sign-with %q: give %sKEYID, a key of gpg's keyring (gpg --list-secret-keys); a key file goes to --sign-key", c.signWith, sign.GPGPrefix)
 	}
 	signing := c.signKey != "" || c.signWith != ""

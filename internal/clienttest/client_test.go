@@ -24,9 +24,6 @@ import (
 	"github.com/pglease/pglease-gen/lease"
 )
 
-// major, when set, runs the tests on the pinned server build of that
-// major (make client-majors) instead of this machine's PostgreSQL.
-
 // server starts PostgreSQL with pg_lease created in database postgres.
 func server(t *testing.T) *pgserver.Server {
 	t.Helper()

@@ -70,7 +70,7 @@ func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string
 		}
 	}
 	for _, f := range append([]string{ext.ControlFile()}, ext.Scripts()...) {
-		b := bytes.ReplaceAll(files[f], []byte("EXTENSION "+ext.Name+" "), []byte("EXTENSION "+name+" "))
+		b := files[f]
 		if f == file {
 			s, err := edit(string(b))
 			if err != nil {
@@ -79,6 +79,8 @@ func InstallCopy(ext model.Extension, src fs.FS, inst Install, name, file string
 			}
 			b = []byte(s)
 		}
+		// (after the edit, which sees the script as rendered)
+		b = bytes.ReplaceAll(b, []byte("EXTENSION "+ext.Name+" "), []byte("EXTENSION "+name+" "))
 		dst := filepath.Join(inst.ExtensionDir(), name+strings.TrimPrefix(f, ext.Name))
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
 			remove()

@@ -51,10 +51,16 @@ func Apply(s string, edits ...Edit) (string, error) {
 
 func (e Edit) apply(s string) (string, error) {
 	if e.Old == "" {
-		if e.Times != 0 || e.After != "" || e.Through != "" || e.Cut {
-			return "", fmt.Errorf("an edit that adds at the end has no Times, After, Through or Cut")
+		if e.Times != 0 || e.After != "" || e.Through != "" || e.Cut || e.New == "" {
+			return "", fmt.Errorf("an edit that adds at the end has New and no Times, After, Through or Cut")
 		}
 		return s + e.New, nil
+	}
+	switch {
+	case e.After != "" && e.Times > 1:
+		return "", fmt.Errorf("an edit with After changes the first %q after it: Times %d says otherwise", e.Old, e.Times)
+	case e.Cut && e.Through != "":
+		return "", fmt.Errorf("an edit with Cut takes the rest of the script: Through %q says otherwise", e.Through)
 	}
 	want := e.Times
 	if want == 0 {

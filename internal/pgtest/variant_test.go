@@ -24,6 +24,9 @@ func TestApply(t *testing.T) {
 		{"through each", []Edit{{Old: "CREATE", Through: ";\n", Times: 2}}, "a;\nb;\nc;\nEND"},
 		{"through missing", []Edit{{Old: "c;", Through: "X"}}, ""},
 		{"cut", []Edit{{Old: "CREATE", Cut: true, Times: 2}}, "a;\n"},
+		{"nothing", []Edit{{}}, ""},
+		{"after and times", []Edit{{Old: "CREATE", After: "a;", Times: 2}}, ""},
+		{"cut and through", []Edit{{Old: "CREATE", Cut: true, Through: ";"}}, ""},
 		{"in order", []Edit{{Old: "a;", New: "z;"}, {Old: "z;", New: "y;"}}, "y;\nCREATE x AS 1;\nb;\nCREATE y AS 2;\nc;\nEND"},
 	} {
 		got, err := Apply(s, c.edits...)
