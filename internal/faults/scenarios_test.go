@@ -1137,12 +1137,8 @@ func queryRow(ctx context.Context, dsn, sql string, dst ...any) error {
 // still find their text in today's install script (the fast tier's
 // check; the runs that show each variant caught are TestScenarios').
 func TestVariantsStillApply(t *testing.T) {
-	script, err := pgtest.Script(model.PgLease.ScriptFile())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, v := range []Variant{NoEras} {
-		if _, err := pgtest.Apply(script, v.Edits...); err != nil {
+		if err := pgtest.Check(model.PgLease.ScriptFile(), v.Edits...); err != nil {
 			t.Errorf("variant %s: %v", v.Name, err)
 		}
 	}

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	pglease "github.com/pglease/pglease-gen"
@@ -105,20 +106,24 @@ func (e Edit) apply(s string) (string, error) {
 	return b.String(), nil
 }
 
-// Script returns pg_lease's rendered script named file
-// (model.PgLease.ScriptFile() for the install script), as a variant's
-// edits see it.
-func Script(file string) (string, error) {
-	files, err := render.Extension(model.PgLease, pglease.Files)
+// Check reports whether edits still find their text in pg_lease's
+// rendered script named file (model.PgLease.ScriptFile() for the install
+// script), as an install of the variant would: the fast tier's check of a
+// catalogue. The scripts are rendered once per test binary.
+func Check(file string, edits ...Edit) error {
+	files, err := rendered()
 	if err != nil {
-		return "", err
+		return err
 	}
 	b, ok := files[file]
 	if !ok {
-		return "", fmt.Errorf("pg_lease has no script %s", file)
+		return fmt.Errorf("pg_lease has no script %s", file)
 	}
-	return string(b), nil
+	_, err = Apply(string(b), edits...)
+	return err
 }
+
+var rendered = sync.OnceValues(func() (render.Files, error) { return render.Extension(model.PgLease, pglease.Files) })
 
 // Install installs into inst a copy of pg_lease under name whose script
 // file is changed by edits; remove deletes the copy's files. It is for

@@ -212,11 +212,7 @@ func TestCatalogue(t *testing.T) {
 		if file == "" {
 			file = model.PgLease.ScriptFile()
 		}
-		script, err := pgtest.Script(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pgtest.Apply(script, v.edits...); err != nil {
+		if err := pgtest.Check(file, v.edits...); err != nil {
 			t.Errorf("%s: %v", v.name, err)
 		}
 	}
